@@ -1,0 +1,49 @@
+package kvwatch
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Codec converts between a value of type V and the bytes stored in a KV
+// entry. Decode must return a value that shares no memory with data: the
+// runtime reuses nothing, but callers of a Codec may.
+type Codec[V any] interface {
+	Decode(data []byte) (V, error)
+	Encode(v V) ([]byte, error)
+}
+
+// JSON is the json codec: values are encoded with encoding/json.
+type JSON[V any] struct{}
+
+// Decode unmarshals data into a new V.
+func (JSON[V]) Decode(data []byte) (V, error) {
+	var v V
+	if err := json.Unmarshal(data, &v); err != nil {
+		var zero V
+		return zero, fmt.Errorf("json: %w", err)
+	}
+	return v, nil
+}
+
+// Encode marshals v.
+func (JSON[V]) Encode(v V) ([]byte, error) { return json.Marshal(v) }
+
+// String is the string codec: the entry's bytes are the string itself.
+type String struct{}
+
+// Decode returns data as a string.
+func (String) Decode(data []byte) (string, error) { return string(data), nil }
+
+// Encode returns the string's bytes.
+func (String) Encode(v string) ([]byte, error) { return []byte(v), nil }
+
+// Bytes is the bytes codec: the entry's bytes, copied.
+type Bytes struct{}
+
+// Decode returns a copy of data.
+func (Bytes) Decode(data []byte) ([]byte, error) { return slices.Clone(data), nil }
+
+// Encode returns v itself.
+func (Bytes) Encode(v []byte) ([]byte, error) { return v, nil }

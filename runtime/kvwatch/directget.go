@@ -1,0 +1,138 @@
+package kvwatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file reads entries without a consumer, with the batched direct get
+// API: a request {"multi_last": filters, "up_to_seq": S} to
+// <api>DIRECT.GET.<stream> is answered by one message per subject (its
+// newest message at or below S) and a final "204 EOB" status carrying
+// Nats-Num-Pending (what a byte limit left unsent), Nats-Last-Sequence and
+// Nats-UpTo-Sequence. "404" means nothing matched; "413" that more than
+// 1,024 subjects matched. nats.go has no API for it, so it is a plain
+// request here.
+
+// maxMultiLastSubjects is the server's cap on subjects in one multi_last
+// answer (nats-server getDirectMulti, maxAllowedResponses).
+const maxMultiLastSubjects = 1024
+
+var (
+	errTooManyResults = errors.New("more than 1024 subjects match")
+	errNoResults      = errors.New("no subject matches")
+	errNoDirectGet    = errors.New("direct get is not available on the stream")
+)
+
+// multiLastRequest is the body of a batched direct get.
+type multiLastRequest struct {
+	MultiLast []string `json:"multi_last"`
+	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
+	// Seq skips messages below it: how a request resumes after a byte
+	// limit cut its answer short.
+	Seq uint64 `json:"seq,omitempty"`
+}
+
+// batchEnd is what the EOB status of an answer reports.
+type batchEnd struct {
+	upTo    uint64 // the revision the answer is as of
+	pending uint64 // messages left unsent (byte limit)
+	lastSeq uint64 // sequence of the last message sent
+}
+
+// directGetter sends batched direct gets for one stream.
+type directGetter struct {
+	nc      *nats.Conn
+	subject string
+	timeout time.Duration // per request, and per reply within it
+}
+
+func newDirectGetter(js jetstream.JetStream, stream string, timeout time.Duration) *directGetter {
+	return &directGetter{nc: js.Conn(), subject: apiPrefix(js) + "DIRECT.GET." + stream, timeout: timeout}
+}
+
+// apiPrefix returns the JetStream API prefix js sends requests to.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		if o.APIPrefix[len(o.APIPrefix)-1] != '.' {
+			return o.APIPrefix + "."
+		}
+		return o.APIPrefix
+	}
+	return "$JS.API."
+}
+
+// multiLast sends req and calls fn for every message of the answer, in the
+// order received. It returns the EOB report, errNoResults (404),
+// errTooManyResults (413), errNoDirectGet (no responders), or another
+// error.
+func (d *directGetter) multiLast(ctx context.Context, req multiLastRequest, fn func(*nats.Msg) error) (batchEnd, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return batchEnd{}, err
+	}
+	inbox := d.nc.NewInbox()
+	sub, err := d.nc.SubscribeSync(inbox)
+	if err != nil {
+		return batchEnd{}, fmt.Errorf("direct get: subscribe: %w", err)
+	}
+	defer sub.Unsubscribe()
+	if err := d.nc.PublishRequest(d.subject, inbox, body); err != nil {
+		return batchEnd{}, fmt.Errorf("direct get: publish: %w", err)
+	}
+	for {
+		msg, err := d.next(ctx, sub)
+		if err != nil {
+			return batchEnd{}, err
+		}
+		status := msg.Header.Get("Status")
+		switch {
+		case status == "" && len(msg.Header) > 0:
+			if err := fn(msg); err != nil {
+				return batchEnd{}, err
+			}
+		case status == "204":
+			return batchEnd{
+				upTo:    headerUint(msg, "Nats-UpTo-Sequence"),
+				pending: headerUint(msg, "Nats-Num-Pending"),
+				lastSeq: headerUint(msg, "Nats-Last-Sequence"),
+			}, nil
+		case status == "404":
+			return batchEnd{}, errNoResults
+		case status == "413":
+			return batchEnd{}, errTooManyResults
+		case status == "503":
+			return batchEnd{}, errNoDirectGet
+		default:
+			return batchEnd{}, fmt.Errorf("direct get: server answered %s %s", status, msg.Header.Get("Description"))
+		}
+	}
+}
+
+// next waits for the next reply, at most d.timeout.
+func (d *directGetter) next(ctx context.Context, sub *nats.Subscription) (*nats.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	msg, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("direct get: waiting for reply: %w", err)
+	}
+	return msg, nil
+}
+
+// headerUint parses a numeric header, 0 when absent or malformed.
+func headerUint(msg *nats.Msg, name string) uint64 {
+	u, _ := strconv.ParseUint(msg.Header.Get(name), 10, 64)
+	return u
+}

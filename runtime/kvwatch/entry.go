@@ -1,0 +1,52 @@
+package kvwatch
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// KV headers, as written by nats.go and the server.
+const (
+	kvOperationHeader  = "KV-Operation"       // "DEL" or "PURGE"; absent for a put
+	markerReasonHeader = "Nats-Marker-Reason" // server markers (TTL, purge)
+)
+
+// opOf returns the KV operation a message's headers describe, as nats.go's
+// own KV watcher reads them: KV-Operation first, then server markers
+// ("MaxAge" and "Purge" are purges, "Remove" a delete).
+func opOf(h nats.Header) Op {
+	if len(h) == 0 {
+		return OpPut
+	}
+	switch h.Get(kvOperationHeader) {
+	case "DEL":
+		return OpDelete
+	case "PURGE":
+		return OpPurge
+	}
+	switch h.Get(markerReasonHeader) {
+	case "MaxAge", "Purge":
+		return OpPurge
+	case "Remove":
+		return OpDelete
+	}
+	return OpPut
+}
+
+// directEntry turns one direct-get reply into a raw entry of this bucket;
+// ok is false when its subject is not in the bucket.
+func (w *Watcher) directEntry(msg *nats.Msg) (e rawEntry, ok bool) {
+	key, ok := w.keyOf(msg.Header.Get("Nats-Subject"))
+	if !ok {
+		return rawEntry{}, false
+	}
+	created, _ := time.Parse(time.RFC3339Nano, msg.Header.Get("Nats-Time-Stamp"))
+	return rawEntry{
+		key:      key,
+		value:    msg.Data,
+		op:       opOf(msg.Header),
+		revision: headerUint(msg, "Nats-Sequence"),
+		created:  created,
+	}, true
+}

@@ -1,0 +1,75 @@
+package kvwatch
+
+import "time"
+
+// Op is the operation an event reports.
+type Op uint8
+
+const (
+	// OpPut is a new value for a key: a create or an update.
+	OpPut Op = iota + 1
+	// OpDelete is a delete of a key (KV Delete, or a TTL "Remove" marker).
+	OpDelete
+	// OpPurge is a purge of a key (KV Purge, which also drops its history,
+	// or a "MaxAge"/"Purge" marker).
+	OpPurge
+)
+
+// String returns "put", "delete" or "purge".
+func (o Op) String() string {
+	switch o {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	case OpPurge:
+		return "purge"
+	}
+	return "op(" + itoa(uint64(o)) + ")"
+}
+
+// Event is one change of one entry of kind K/V, as delivered to a handler.
+//
+// Events of one watcher are delivered from a single goroutine, one at a
+// time: first the initial state (Initial set, in no particular order), then
+// live changes in stream (revision) order across all kinds of the watcher.
+// The watcher's cache already reflects an event when its handler runs.
+//
+// Value and Prev are shared with the cache and with other handlers: treat
+// them as read-only (like objects from a Kubernetes lister). Copy before
+// modifying.
+type Event[K comparable, V any] struct {
+	// Op is what happened: OpPut, OpDelete or OpPurge.
+	Op Op
+	// Key is the typed key of the entry.
+	Key K
+	// Value is the new value for OpPut; the zero value otherwise.
+	Value V
+	// Prev is the value the watcher knew before this event, when HasPrev:
+	// for OpPut the previous value (HasPrev false means the key is new to
+	// the watcher), for OpDelete and OpPurge the last known value.
+	Prev V
+	// HasPrev reports whether Prev holds a value.
+	HasPrev bool
+	// Revision is the entry's revision: its stream sequence.
+	Revision uint64
+	// Created is when the server stored this revision.
+	Created time.Time
+	// Initial is set for events that bring the watcher to its synced
+	// state; live changes after sync have it unset.
+	Initial bool
+}
+
+// itoa formats u without importing strconv into every file that needs it.
+func itoa(u uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			return string(b[i:])
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package kvwatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file holds a hand-written bucket description shaped like generated
+// code (bucket "network": routes and VPC configs, scoped by VPC or by one
+// route), and a recorder of the events a watcher delivers.
+
+type routeKey struct{ VPC, RouteID string }
+
+func (k routeKey) String() string { return "vpc." + k.VPC + ".route." + k.RouteID }
+
+var routeTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
+
+func parseRouteKey(key string) (routeKey, error) {
+	var p [2]string
+	if err := routeTemplate.Split(key, p[:]); err != nil {
+		return routeKey{}, err
+	}
+	return routeKey{VPC: p[0], RouteID: p[1]}, nil
+}
+
+type route struct {
+	CIDR    string `json:"cidr"`
+	NextHop string `json:"next_hop"`
+}
+
+type vpcKey struct{ VPC string }
+
+func (k vpcKey) String() string { return "vpc." + k.VPC }
+
+var vpcTemplate = kvwatch.MustTemplate("vpc.{vpc}")
+
+func parseVPCKey(key string) (vpcKey, error) {
+	var p [1]string
+	if err := vpcTemplate.Split(key, p[:]); err != nil {
+		return vpcKey{}, err
+	}
+	return vpcKey{VPC: p[0]}, nil
+}
+
+type vpcConfig struct {
+	Name string `json:"name"`
+}
+
+var (
+	routeKind = kvwatch.Kind[routeKey, route]{Name: "Route", Template: routeTemplate.String(), ParseKey: parseRouteKey, Codec: kvwatch.JSON[route]{}}
+	vpcKind   = kvwatch.Kind[vpcKey, vpcConfig]{Name: "VPCConfig", Template: vpcTemplate.String(), ParseKey: parseVPCKey, Codec: kvwatch.JSON[vpcConfig]{}}
+	network   = kvwatch.BucketSpec{Bucket: "network", Scopes: []kvwatch.ScopeSpec{
+		{Name: "VPC", Prefix: "vpc.{vpc}"},
+		{Name: "Route", Prefix: "vpc.{vpc}.route.{route_id}"},
+	}}
+)
+
+// vpcs returns scope values for VPCs.
+func vpcs(names ...string) kvwatch.Scopes {
+	var s kvwatch.Scopes
+	for _, n := range names {
+		s.Values = append(s.Values, kvwatch.ScopeValue{Scope: 0, Params: []string{n}})
+	}
+	return s
+}
+
+// got is one delivered event, flattened for assertions.
+type got struct {
+	Kind     string
+	Key      string
+	Op       kvwatch.Op
+	Value    string // JSON of the value
+	Prev     string // JSON of the previous value, "" if none
+	Revision uint64
+	Initial  bool
+	Synced   bool // the watcher reported synced before this event
+}
+
+// recorder collects events and errors from one watcher.
+type recorder struct {
+	mu     sync.Mutex
+	events []got
+	errs   []error
+	synced bool
+	wake   chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{wake: make(chan struct{}, 1)} }
+
+func recordEvent[K interface {
+	comparable
+	fmt.Stringer
+}, V any](r *recorder, kind string) func(kvwatch.Event[K, V]) {
+	return func(ev kvwatch.Event[K, V]) {
+		value, _ := json.Marshal(ev.Value)
+		var prev []byte
+		if ev.HasPrev {
+			prev, _ = json.Marshal(ev.Prev)
+		}
+		r.mu.Lock()
+		r.events = append(r.events, got{Kind: kind, Key: ev.Key.String(), Op: ev.Op, Value: string(value),
+			Prev: string(prev), Revision: ev.Revision, Initial: ev.Initial, Synced: r.synced})
+		r.mu.Unlock()
+		r.poke()
+	}
+}
+
+func (r *recorder) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) options() []kvwatch.Option {
+	return []kvwatch.Option{
+		kvwatch.OnSynced(func() { r.mu.Lock(); r.synced = true; r.mu.Unlock(); r.poke() }),
+		kvwatch.OnError(func(err error) { r.mu.Lock(); r.errs = append(r.errs, err); r.mu.Unlock(); r.poke() }),
+	}
+}
+
+// snapshot returns a copy of what was recorded so far.
+func (r *recorder) snapshot() ([]got, []error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]got(nil), r.events...), append([]error(nil), r.errs...)
+}
+
+// waitFor waits until cond holds on the recorded events, or fails the test
+// after 10s.
+func (r *recorder) waitFor(t *testing.T, what string, cond func(events []got, errs []error) bool) []got {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		events, errs := r.snapshot()
+		if cond(events, errs) {
+			return events
+		}
+		select {
+		case <-r.wake:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; got %d events: %+v, errors: %v", what, len(events), events, errs)
+		}
+	}
+}
+
+// hasKey reports whether events contain key with op.
+func hasKey(events []got, key string, op kvwatch.Op) bool {
+	for _, e := range events {
+		if e.Key == key && e.Op == op {
+			return true
+		}
+	}
+	return false
+}
+
+// startNetwork starts a watcher on the network bucket with both kinds
+// recorded by r.
+func startNetwork(t *testing.T, js jetstream.JetStream, scopes kvwatch.Scopes, r *recorder, opts ...kvwatch.Option) *kvwatch.Watcher {
+	t.Helper()
+	bindings := []kvwatch.AnyBinding{
+		kvwatch.Bind(&routeKind, recordEvent[routeKey, route](r, "Route")),
+		kvwatch.Bind(&vpcKind, recordEvent[vpcKey, vpcConfig](r, "VPCConfig")),
+	}
+	w, err := kvwatch.Start(context.Background(), js, &network, scopes, bindings, append(r.options(), opts...)...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// put writes v as JSON under key.
+func put(t *testing.T, kv jetstream.KeyValue, key string, v any) uint64 {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := kv.Put(context.Background(), key, data)
+	if err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+	return rev
+}
+
+// waitSynced waits up to 10s for w to be synced.
+func waitSynced(t *testing.T, w *kvwatch.Watcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatalf("WaitSynced: %v", err)
+	}
+}
+
+// setup starts a server with an empty "network" bucket.
+func setup(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
+	js := kvwatchtest.JetStream(t)
+	return js, kvwatchtest.Bucket(t, js, "network")
+}

@@ -1,0 +1,128 @@
+package kvwatch
+
+import (
+	"fmt"
+	"strings"
+)
+
+// BucketSpec describes a bucket to the runtime. Generated code declares one
+// per bucket; it is read-only after that.
+type BucketSpec struct {
+	// Bucket is the NATS KV bucket name; its stream is "KV_" + Bucket.
+	Bucket string
+	// Scopes are the ways a watcher of this bucket can be narrowed.
+	Scopes []ScopeSpec
+}
+
+// ScopeSpec is one way to narrow a watcher: a token-aligned prefix of one
+// or more key templates, such as "vpc.{vpc}".
+type ScopeSpec struct {
+	Name   string // Go name, used in errors
+	Prefix string // template prefix
+}
+
+// Scopes is what one watcher watches: the union of Values, or the whole
+// bucket when All is set. The zero Scopes watches nothing.
+type Scopes struct {
+	// All watches every key of the bucket; Values are then redundant.
+	All bool
+	// Values are scope instances.
+	Values []ScopeValue
+}
+
+// ScopeValue instantiates BucketSpec.Scopes[Scope] with one value per
+// parameter of its prefix, in prefix order.
+type ScopeValue struct {
+	Scope  int
+	Params []string
+}
+
+// compiledScope is a ScopeSpec with what the runtime derives from it.
+type compiledScope struct {
+	spec   ScopeSpec
+	prefix *Template
+	// exact is set when a key template equals the prefix, so the key
+	// "vpc.a" itself belongs to scope vpc=a; deeper when a template
+	// extends it, so keys under "vpc.a." do.
+	exact, deeper bool
+}
+
+// compileScopes checks the scopes of spec against the kind templates.
+func compileScopes(spec *BucketSpec, templates []*Template) ([]compiledScope, error) {
+	out := make([]compiledScope, 0, len(spec.Scopes))
+	for _, s := range spec.Scopes {
+		prefix, err := CompileTemplate(s.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("kvwatch: bucket %s: scope %s: %w", spec.Bucket, s.Name, err)
+		}
+		cs := compiledScope{spec: s, prefix: prefix}
+		for _, t := range templates {
+			if !prefix.isPrefixOf(t) {
+				continue
+			}
+			if len(t.tokens) == len(prefix.tokens) {
+				cs.exact = true
+			} else {
+				cs.deeper = true
+			}
+		}
+		if !cs.exact && !cs.deeper {
+			return nil, fmt.Errorf("kvwatch: bucket %s: scope %s: prefix %q is not a token prefix of any key template", spec.Bucket, s.Name, s.Prefix)
+		}
+		out = append(out, cs)
+	}
+	return out, nil
+}
+
+// isPrefixOf reports whether p's tokens are the first tokens of t: equal
+// literals, and parameters where t has parameters.
+func (p *Template) isPrefixOf(t *Template) bool {
+	if len(p.tokens) > len(t.tokens) {
+		return false
+	}
+	for i, pt := range p.tokens {
+		tt := t.tokens[i]
+		if (pt.param < 0) != (tt.param < 0) {
+			return false
+		}
+		if pt.param < 0 && pt.literal != tt.literal {
+			return false
+		}
+	}
+	return true
+}
+
+// filters returns the subject filters of one scope value, after checking
+// every parameter value. subjectPrefix is "$KV.<bucket>.".
+func (cs *compiledScope) filters(subjectPrefix string, params []string) ([]string, error) {
+	names := cs.prefix.params
+	if len(params) != len(names) {
+		return nil, fmt.Errorf("kvwatch: scope %s: %d values for %d parameters", cs.spec.Name, len(params), len(names))
+	}
+	for i, v := range params {
+		if err := ValidToken(v); err != nil {
+			return nil, &ScopeError{Scope: cs.spec.Name, Param: names[i], Value: v, Err: err}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(subjectPrefix)
+	for i, tok := range cs.prefix.tokens {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		if tok.param < 0 {
+			b.WriteString(tok.literal)
+		} else {
+			b.WriteString(params[tok.param])
+		}
+	}
+	key := b.String()
+	var out []string
+	if cs.exact {
+		out = append(out, key)
+	}
+	if cs.deeper {
+		out = append(out, key+".>")
+	}
+	return out, nil
+}

@@ -1,0 +1,261 @@
+package kvwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Watcher watches the entries of one bucket within a set of scopes, with
+// at most one consumer on the bucket's stream at any moment, whatever the
+// number of scopes and kinds. Generated code wraps it in a typed watcher;
+// its methods are safe for concurrent use.
+//
+// Lifecycle: Start reads the initial state, then tails live changes, from
+// one goroutine that also runs every handler. The watch ends when Stop is
+// called, when the ctx given to Start is cancelled, or on a terminal error
+// (Err). Handlers must not call Stop (it waits for the goroutine they run
+// on); they may cancel the context instead.
+type Watcher struct {
+	js            jetstream.JetStream
+	cfg           config
+	spec          *BucketSpec
+	stream        string // "KV_" + bucket
+	subjectPrefix string // "$KV.<bucket>."
+	bindings      []AnyBinding
+	templates     []*Template // templates[i] belongs to bindings[i]
+	filters       []string    // normalized; empty means watch nothing
+	// scopeFilters are the filters before normalization, used to drop
+	// entries outside the scopes when normalization had to widen.
+	scopeFilters []string
+	widened      bool
+
+	disp   dispatcher
+	stats  counters
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the event goroutine has exited
+
+	syncOnce sync.Once
+	synced   chan struct{} // closed once synced
+
+	mu  sync.Mutex
+	err error // terminal error, set before done is closed
+}
+
+// Start validates scopes, checks that the bucket exists and starts
+// watching. Scope values are checked before anything is sent to the server
+// (a *ScopeError, matching ErrInvalidScope). Empty scopes watch nothing: no
+// consumer is created and the watcher is synced at once.
+//
+// Start returns once the bucket was found; the initial state is read and
+// the consumer created in the background (see WaitSynced). ctx bounds the
+// whole watch, not only Start.
+func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes Scopes, bindings []AnyBinding, opts ...Option) (*Watcher, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w := &Watcher{
+		js:            js,
+		cfg:           cfg,
+		spec:          spec,
+		stream:        "KV_" + spec.Bucket,
+		subjectPrefix: "$KV." + spec.Bucket + ".",
+		bindings:      bindings,
+		done:          make(chan struct{}),
+		synced:        make(chan struct{}),
+	}
+	w.disp = dispatcher{cfg: &w.cfg, stats: &w.stats}
+	var err error
+	if w.templates, err = checkBindings(bindings); err != nil {
+		return nil, err
+	}
+	if w.scopeFilters, err = w.scopeSubjects(scopes); err != nil {
+		return nil, err
+	}
+	w.filters, w.widened = NormalizeFilters(w.scopeFilters)
+	if len(w.filters) > 0 {
+		if _, err := js.Stream(ctx, w.stream); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil, fmt.Errorf("%w: %s (stream %s)", ErrBucketNotFound, spec.Bucket, w.stream)
+			}
+			return nil, fmt.Errorf("kvwatch: bucket %s: %w", spec.Bucket, err)
+		}
+	}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: start",
+		slog.String("bucket", spec.Bucket), slog.Int("filters", len(w.filters)), slog.Bool("widened", w.widened))
+	go w.run()
+	return w, nil
+}
+
+// scopeSubjects returns the subject filters of scopes, validating every
+// value.
+func (w *Watcher) scopeSubjects(scopes Scopes) ([]string, error) {
+	if scopes.All {
+		return []string{w.subjectPrefix + ">"}, nil
+	}
+	compiled, err := compileScopes(w.spec, w.templates)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, v := range scopes.Values {
+		if v.Scope < 0 || v.Scope >= len(compiled) {
+			return nil, fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.spec.Bucket, v.Scope)
+		}
+		fs, err := compiled[v.Scope].filters(w.subjectPrefix, v.Params)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+// run is the event goroutine: initial state, then live changes.
+func (w *Watcher) run() {
+	defer close(w.done)
+	if len(w.filters) == 0 {
+		w.markSynced()
+		<-w.ctx.Done()
+		return
+	}
+	err := w.watch()
+	if err != nil && w.ctx.Err() == nil {
+		w.setErr(err)
+		w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: watch ended", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+		if w.cfg.onError != nil {
+			w.cfg.onError(err)
+		}
+	}
+}
+
+// watch reads the initial state and tails, until the context ends or an
+// error that retrying cannot fix.
+func (w *Watcher) watch() error {
+	snap, err := w.snapshot(w.ctx)
+	if err != nil {
+		return err
+	}
+	return w.tail(snap)
+}
+
+// markSynced records that the watcher is synced, once, and calls OnSynced.
+func (w *Watcher) markSynced() {
+	w.syncOnce.Do(func() {
+		close(w.synced)
+		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.spec.Bucket))
+		if w.cfg.onSynced != nil {
+			w.disp.call("OnSynced", &rawEntry{}, w.cfg.onSynced)
+		}
+	})
+}
+
+func (w *Watcher) isSynced() bool {
+	select {
+	case <-w.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Watcher) setErr(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+}
+
+// Synced reports whether the initial state has been delivered. It does not
+// block.
+func (w *Watcher) Synced() bool { return w.isSynced() }
+
+// WaitSynced blocks until the watcher is synced (nil), ctx ends (its
+// error), or the watch ends first (its terminal error, or ErrStopped).
+func (w *Watcher) WaitSynced(ctx context.Context) error {
+	select {
+	case <-w.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.done:
+		if w.isSynced() {
+			return nil
+		}
+		if err := w.Err(); err != nil {
+			return err
+		}
+		return ErrStopped
+	}
+}
+
+// Done returns a channel closed when the watch has ended and its goroutine
+// has exited.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// Err returns the error that ended the watch on its own, or nil (still
+// running, or stopped by Stop or by the context).
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Stop ends the watch and returns after every goroutine of the watcher has
+// exited and its consumer was deleted from the server (best effort: an
+// unreachable server drops it after the inactive threshold). It is
+// idempotent. Do not call it from a handler.
+func (w *Watcher) Stop() {
+	w.cancel()
+	<-w.done
+}
+
+// Filters returns the normalized subject filters of the watcher's consumer,
+// sorted; none when it watches nothing. The caller owns the slice.
+func (w *Watcher) Filters() []string { return slices.Clone(w.filters) }
+
+// Bucket returns the watched bucket's name.
+func (w *Watcher) Bucket() string { return w.spec.Bucket }
+
+// inScope reports whether key belongs to the watcher's scopes. It only
+// matters when normalization widened the filters; otherwise the server
+// already filtered exactly.
+func (w *Watcher) inScope(key string) bool {
+	if !w.widened {
+		return true
+	}
+	subject := w.subjectPrefix + key
+	for _, f := range w.scopeFilters {
+		if subjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// deliver routes one raw entry to the binding whose template it matches.
+func (w *Watcher) deliver(e *rawEntry) {
+	if !w.inScope(e.key) {
+		return
+	}
+	for i, t := range w.templates {
+		if t.Match(e.key) {
+			w.bindings[i].apply(&w.disp, e)
+			return
+		}
+	}
+	w.disp.reportData(&UnknownKeyError{Key: e.key, Revision: e.revision})
+}
+
+// keyOf returns the key of a subject of this bucket.
+func (w *Watcher) keyOf(subject string) (string, bool) {
+	return strings.CutPrefix(subject, w.subjectPrefix)
+}

@@ -1,0 +1,236 @@
+package kvwatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The proof this project exists for: two scopes, one consumer; writes under
+// both arrive typed; a write under a third scope never arrives.
+func TestTwoScopesOneConsumer(t *testing.T) {
+	js, kv := setup(t)
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a", "b"), r)
+	waitSynced(t, w)
+
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
+		t.Fatalf("consumers on KV_network = %d, want 1", n)
+	}
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "10.0.0.0/24", NextHop: "gw-a"})
+	put(t, kv, "vpc.c.route.r9", route{CIDR: "10.9.0.0/24"}) // third scope
+	put(t, kv, "vpc.b", vpcConfig{Name: "bravo"})
+	put(t, kv, "vpc.b.route.r2", route{CIDR: "10.1.0.0/24", NextHop: "gw-b"})
+
+	events := r.waitFor(t, "writes under both scopes", func(ev []got, _ []error) bool {
+		return hasKey(ev, "vpc.b.route.r2", kvwatch.OpPut)
+	})
+	// The stream is ordered: vpc.c.route.r9 was written before the last
+	// awaited write, so had it been delivered it would be here already.
+	// Waiting longer guards against a second path delivering it later.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		events, _ = r.snapshot()
+		if hasKey(events, "vpc.c.route.r9", kvwatch.OpPut) {
+			t.Fatalf("write under an unwatched scope was delivered: %+v", events)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := []got{
+		{Kind: "Route", Key: "vpc.a.route.r1", Op: kvwatch.OpPut, Value: `{"cidr":"10.0.0.0/24","next_hop":"gw-a"}`},
+		{Kind: "VPCConfig", Key: "vpc.b", Op: kvwatch.OpPut, Value: `{"name":"bravo"}`},
+		{Kind: "Route", Key: "vpc.b.route.r2", Op: kvwatch.OpPut, Value: `{"cidr":"10.1.0.0/24","next_hop":"gw-b"}`},
+	}
+	if len(events) != len(want) {
+		t.Fatalf("got %d events, want %d: %+v", len(events), len(want), events)
+	}
+	for i, e := range events {
+		if e.Kind != want[i].Kind || e.Key != want[i].Key || e.Op != want[i].Op || e.Value != want[i].Value || e.Initial {
+			t.Errorf("event %d = %+v, want %+v (live)", i, e, want[i])
+		}
+	}
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
+		t.Fatalf("consumers on KV_network after writes = %d, want 1", n)
+	}
+	if got := w.Filters(); fmt.Sprint(got) != "[$KV.network.vpc.a $KV.network.vpc.a.> $KV.network.vpc.b $KV.network.vpc.b.>]" {
+		t.Errorf("filters = %v", got)
+	}
+}
+
+// Empty scopes watch nothing: no consumer, synced at once, no events.
+func TestEmptyScopesWatchNothing(t *testing.T) {
+	js, kv := setup(t)
+	put(t, kv, "vpc.a", vpcConfig{Name: "alpha"})
+	r := newRecorder()
+	w := startNetwork(t, js, kvwatch.Scopes{}, r)
+	if !w.Synced() {
+		// Synced is set by the watcher goroutine right after Start.
+		waitSynced(t, w)
+	}
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "10.0.0.0/24"})
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 0 {
+		t.Fatalf("consumers = %d, want 0", n)
+	}
+	// Nothing can deliver events (no consumer exists, checked above);
+	// give a broken implementation time to show some anyway.
+	time.Sleep(200 * time.Millisecond)
+	if events, errs := r.snapshot(); len(events) != 0 || len(errs) != 0 {
+		t.Fatalf("events %+v, errors %v; want none", events, errs)
+	}
+	if len(w.Filters()) != 0 {
+		t.Fatalf("filters = %v, want none", w.Filters())
+	}
+}
+
+// Overlapping scopes are accepted, served by one consumer, and every change
+// is delivered once.
+func TestOverlappingScopes(t *testing.T) {
+	js, kv := setup(t)
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "10.0.0.0/24"})
+	r := newRecorder()
+	scopes := vpcs("a", "a")                                                                         // the same VPC twice
+	scopes.Values = append(scopes.Values, kvwatch.ScopeValue{Scope: 1, Params: []string{"a", "r1"}}) // narrower
+	w := startNetwork(t, js, scopes, r)
+	waitSynced(t, w)
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
+		t.Fatalf("consumers = %d, want 1", n)
+	}
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "10.0.1.0/24"})
+	put(t, kv, "vpc.a.route.r2", route{CIDR: "10.0.2.0/24"})
+	events := r.waitFor(t, "r2", func(ev []got, _ []error) bool { return hasKey(ev, "vpc.a.route.r2", kvwatch.OpPut) })
+	counts := map[string]int{}
+	for _, e := range events {
+		counts[fmt.Sprintf("%s@%d", e.Key, e.Revision)]++
+	}
+	for k, n := range counts {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", k, n)
+		}
+	}
+	if len(events) != 3 { // r1 initial, r1 update, r2
+		t.Fatalf("got %d events, want 3: %+v", len(events), events)
+	}
+	if got := fmt.Sprint(w.Filters()); got != "[$KV.network.vpc.a $KV.network.vpc.a.>]" {
+		t.Errorf("filters = %s", got)
+	}
+}
+
+// Scope values that would widen the watch are rejected with a typed error
+// before any request reaches the server.
+func TestScopeInjectionRejected(t *testing.T) {
+	js, _ := setup(t)
+	var requests atomic.Int32
+	traced, err := jetstream.New(js.Conn(), jetstream.WithClientTrace(&jetstream.ClientTrace{
+		RequestSent: func(string, []byte) { requests.Add(1) },
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", ".", "*", ">", "a.b", "a.*", "a b", " a", "a\t", "ü", "a>", "a,b"} {
+		bindings := []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)}
+		w, err := kvwatch.Start(context.Background(), traced, &network, vpcs("ok", bad), bindings)
+		if err == nil {
+			w.Stop()
+			t.Errorf("scope value %q accepted", bad)
+			continue
+		}
+		var se *kvwatch.ScopeError
+		if !errors.As(err, &se) || !errors.Is(err, kvwatch.ErrInvalidScope) || se.Value != bad || se.Param != "vpc" {
+			t.Errorf("scope value %q: error %v (%T), want *ScopeError for vpc", bad, err, err)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the server", n)
+	}
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 0 {
+		t.Fatalf("consumers = %d, want 0", n)
+	}
+}
+
+// Synced comes after exactly the initial keys while a writer keeps
+// overwriting them and adding new ones: every initial key is delivered
+// (flagged initial) before synced, and nothing after synced is flagged
+// initial.
+func TestSyncedExactUnderConcurrentWrites(t *testing.T) {
+	js, kv := setup(t)
+	const initial = 300
+	for i := range initial {
+		put(t, kv, fmt.Sprintf("vpc.a.route.r%d", i), route{CIDR: fmt.Sprintf("10.0.%d.0/24", i)})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			key := fmt.Sprintf("vpc.a.route.r%d", i%initial)
+			if i%3 == 0 {
+				key = fmt.Sprintf("vpc.a.route.new%d", i)
+			}
+			if _, err := kv.Put(ctx, key, []byte(`{"cidr":"w"}`)); err == nil {
+				written.Add(1)
+			}
+		}
+	})
+	kvwatchtest.Eventually(t, 5*time.Second, "writer running", func() bool { return written.Load() > 50 })
+
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	waitSynced(t, w)
+	events, _ := r.snapshot()
+	// Let the writer go on a little past sync, then stop it.
+	kvwatchtest.Eventually(t, 5*time.Second, "writes after sync", func() bool {
+		ev, _ := r.snapshot()
+		return len(ev) > len(events)+20
+	})
+	cancel()
+	wg.Wait()
+
+	events, errs := r.snapshot()
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	seen := map[string]bool{}
+	for i, e := range events {
+		if e.Initial == e.Synced {
+			t.Fatalf("event %d %+v: Initial=%v but synced-before=%v", i, e, e.Initial, e.Synced)
+		}
+		if e.Initial {
+			seen[e.Key] = true
+		}
+	}
+	for i := range initial {
+		if key := fmt.Sprintf("vpc.a.route.r%d", i); !seen[key] {
+			t.Errorf("initial key %s not delivered before synced", key)
+		}
+	}
+	if !w.Stats().Synced {
+		t.Fatal("Stats().Synced is false after sync")
+	}
+}
+
+// A key equal to a scope prefix (vpc.a for scope vpc=a) belongs to the
+// scope, both in the initial state and live.
+func TestKeyEqualToScopePrefix(t *testing.T) {
+	js, kv := setup(t)
+	put(t, kv, "vpc.a", vpcConfig{Name: "alpha"})
+	put(t, kv, "vpc.ab", vpcConfig{Name: "not a"}) // shares a string prefix, not a token prefix
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	waitSynced(t, w)
+	put(t, kv, "vpc.a", vpcConfig{Name: "alpha2"})
+	events := r.waitFor(t, "live vpc.a", func(ev []got, _ []error) bool { return len(ev) >= 2 })
+	if len(events) != 2 || events[0].Key != "vpc.a" || !events[0].Initial || events[1].Key != "vpc.a" || events[1].Initial {
+		t.Fatalf("events = %+v, want vpc.a initial then live", events)
+	}
+	if events[1].Prev != `{"name":"alpha"}` {
+		t.Errorf("live event Prev = %q, want the initial value", events[1].Prev)
+	}
+}

@@ -1,0 +1,128 @@
+// Package kvwatchtest starts an embedded nats-server with JetStream for
+// tests, in one line, and cleans it up through t.Cleanup:
+//
+//	js := kvwatchtest.JetStream(t)                 // server + client
+//	kv := kvwatchtest.Bucket(t, js, "network")     // a fresh KV bucket
+//
+// Every server listens on a random loopback port and stores its data in
+// t.TempDir(); nothing needs to be installed.
+package kvwatchtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Server starts a JetStream-enabled nats-server on a random port with its
+// store in a temporary folder, and shuts it down when the test ends.
+func Server(t testing.TB) *server.Server {
+	t.Helper()
+	return ServerWith(t, &server.Options{})
+}
+
+// ServerWith starts a server with opts, filling in what a test server
+// needs (JetStream, a temporary store folder, loopback, a random port when
+// Port is 0). It fails the test if the server does not start within 10s.
+func ServerWith(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	o := *opts
+	o.JetStream = true
+	if o.StoreDir == "" {
+		o.StoreDir = t.TempDir()
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Port == 0 {
+		o.Port = -1
+	}
+	o.NoSigs = true
+	s, err := server.NewServer(&o)
+	if err != nil {
+		t.Fatalf("kvwatchtest: new server: %v", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		t.Fatalf("kvwatchtest: server not ready within 10s")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// Connect connects to s and returns the connection and a JetStream
+// context; the connection is closed when the test ends.
+func Connect(t testing.TB, s *server.Server, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL(), opts...)
+	if err != nil {
+		t.Fatalf("kvwatchtest: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("kvwatchtest: jetstream: %v", err)
+	}
+	return nc, js
+}
+
+// JetStream starts a server and returns a JetStream context connected to
+// it.
+func JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	_, js := Connect(t, Server(t))
+	return js
+}
+
+// Bucket creates a KV bucket with default settings (history 1, file
+// storage) and fails the test on error.
+func Bucket(t testing.TB, js jetstream.JetStream, name string) jetstream.KeyValue {
+	t.Helper()
+	return BucketWith(t, js, jetstream.KeyValueConfig{Bucket: name})
+}
+
+// BucketWith creates a KV bucket with cfg and fails the test on error.
+func BucketWith(t testing.TB, js jetstream.JetStream, cfg jetstream.KeyValueConfig) jetstream.KeyValue {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if err != nil {
+		t.Fatalf("kvwatchtest: create bucket %s: %v", cfg.Bucket, err)
+	}
+	return kv
+}
+
+// Consumers returns the number of consumers on the bucket's stream, as the
+// server reports it.
+func Consumers(t testing.TB, js jetstream.JetStream, bucket string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		t.Fatalf("kvwatchtest: stream KV_%s: %v", bucket, err)
+	}
+	return s.CachedInfo().State.Consumers
+}
+
+// Eventually polls cond every 10ms until it holds or timeout passes, and
+// fails the test with msg in the latter case.
+func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("kvwatchtest: not within %v: %s", timeout, msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
