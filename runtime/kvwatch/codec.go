@@ -1,6 +1,7 @@
 package kvwatch
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -47,3 +48,45 @@ func (Bytes) Decode(data []byte) ([]byte, error) { return slices.Clone(data), ni
 
 // Encode returns v itself.
 func (Bytes) Encode(v []byte) ([]byte, error) { return v, nil }
+
+// Text is the text codec: values implement encoding.TextMarshaler and
+// encoding.TextUnmarshaler (P is *V).
+type Text[V any, P interface {
+	*V
+	encoding.TextMarshaler
+	encoding.TextUnmarshaler
+}] struct{}
+
+// Decode unmarshals data into a new V.
+func (Text[V, P]) Decode(data []byte) (V, error) {
+	var v V
+	if err := P(&v).UnmarshalText(data); err != nil {
+		var zero V
+		return zero, fmt.Errorf("text: %w", err)
+	}
+	return v, nil
+}
+
+// Encode marshals v.
+func (Text[V, P]) Encode(v V) ([]byte, error) { return P(&v).MarshalText() }
+
+// Binary is the binary codec: values implement encoding.BinaryMarshaler
+// and encoding.BinaryUnmarshaler (P is *V).
+type Binary[V any, P interface {
+	*V
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}] struct{}
+
+// Decode unmarshals data into a new V.
+func (Binary[V, P]) Decode(data []byte) (V, error) {
+	var v V
+	if err := P(&v).UnmarshalBinary(data); err != nil {
+		var zero V
+		return zero, fmt.Errorf("binary: %w", err)
+	}
+	return v, nil
+}
+
+// Encode marshals v.
+func (Binary[V, P]) Encode(v V) ([]byte, error) { return P(&v).MarshalBinary() }

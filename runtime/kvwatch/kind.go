@@ -11,10 +11,15 @@ import (
 type Kind[K comparable, V any] struct {
 	// Name is the Go name of the kind, e.g. "Route"; used in errors.
 	Name string
+	// Bucket is the name of the bucket the kind belongs to.
+	Bucket string
 	// Template is the key template, e.g. "vpc.{vpc}.route.{route_id}".
 	Template string
 	// ParseKey parses a key matching Template into K.
 	ParseKey func(string) (K, error)
+	// FormatKey formats K as a key; ParseKey(FormatKey(k)) == k for every
+	// valid key.
+	FormatKey func(K) string
 	// Codec converts values.
 	Codec Codec[V]
 }

@@ -16,6 +16,12 @@ type Stats struct {
 	Synced bool
 	// Filters is the number of subject filters on the watcher's consumer.
 	Filters int
+	// InitialState is how the initial state was read: "direct-get" (one
+	// batched read without a consumer), "direct-get-listing" (more than
+	// 1,024 keys: listed, then read in chunks), "consumer" (the stream
+	// does not allow direct get), or "" (not read yet, or nothing to
+	// watch).
+	InitialState string
 }
 
 // Stats returns the watcher's counters. It is safe to call from any
@@ -31,5 +37,6 @@ func (w *Watcher) Stats() Stats {
 		LastRevision:  w.stats.lastRevision.Load(),
 		Synced:        w.isSynced(),
 		Filters:       len(w.filters),
+		InitialState:  w.initialState(),
 	}
 }

@@ -45,8 +45,9 @@ type Watcher struct {
 	syncOnce sync.Once
 	synced   chan struct{} // closed once synced
 
-	mu  sync.Mutex
-	err error // terminal error, set before done is closed
+	mu        sync.Mutex
+	err       error  // terminal error, set before done is closed
+	statePath string // how the initial state was read (Stats)
 }
 
 // Start validates scopes, checks that the bucket exists and starts
@@ -145,6 +146,9 @@ func (w *Watcher) watch() error {
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
+	w.statePath = snap.path
+	w.mu.Unlock()
 	return w.tail(snap)
 }
 
@@ -172,6 +176,12 @@ func (w *Watcher) setErr(err error) {
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
+}
+
+func (w *Watcher) initialState() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.statePath
 }
 
 // Synced reports whether the initial state has been delivered. It does not

@@ -1,0 +1,193 @@
+// Command fleet is the kvwatchgen example: a node of a fleet watches the
+// network state of the 3 VPCs it hosts, out of 5, with ONE typed watcher
+// (one consumer on the stream), and prints what it sees.
+//
+//	go run ./examples/fleet                     # on an embedded nats-server
+//	go run ./examples/fleet -server nats://...  # on an existing server
+//
+// The typed package it uses, fleetkv, is generated from
+// fleetkv/kvwatch.yaml by `go generate ./examples/fleet/fleetkv`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func main() {
+	serverURL := flag.String("server", "", "NATS server URL (default: start an embedded nats-server)")
+	flag.Parse()
+	log.SetFlags(0)
+	if err := run(*serverURL, os.Stdout); err != nil {
+		log.Fatalf("fleet: %v", err)
+	}
+}
+
+var (
+	allVPCs     = []string{"blue", "green", "red", "amber", "violet"}
+	watchedVPCs = []string{"blue", "green", "red"}
+)
+
+// run is the example, printing to out.
+func run(serverURL string, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if serverURL == "" {
+		srv, err := startServer()
+		if err != nil {
+			return err
+		}
+		defer srv.shutdown()
+		serverURL = srv.ClientURL()
+		fmt.Fprintf(out, "embedded nats-server (JetStream) at %s\n", serverURL)
+	}
+	nc, err := nats.Connect(serverURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "network"})
+	if err != nil {
+		return err
+	}
+	network := fleetkv.NewNetworkBucket(kv)
+	if err := writeFleet(ctx, network); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote the network state of %d VPCs: %s\n", len(allVPCs), strings.Join(allVPCs, ", "))
+	fmt.Fprintf(out, "watching %s with one watcher\n\n", strings.Join(watchedVPCs, ", "))
+
+	p := newPrinter(out)
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: watchedVPCs}, p.handlers())
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if err := w.WaitSynced(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "synced: %d VPC configs, %d routes, %d firewall rules in the cache\n\n",
+		w.VPCConfigCache().Len(), w.RouteCache().Len(), w.FirewallRuleCache().Len())
+
+	last, err := changeFleet(ctx, network, kv)
+	if err != nil {
+		return err
+	}
+	// The last change is in a watched VPC: once it is printed, everything
+	// written before it has been delivered, or was never in scope.
+	if err := p.waitFor(ctx, last); err != nil {
+		return err
+	}
+	s := w.Stats()
+	fmt.Fprintf(out, "\nstats: %d puts, %d deletes, %d skipped (bad value or unknown key); nothing from amber or violet\n",
+		s.Puts, s.Deletes, s.DataErrors+s.UnknownKeys)
+	stream, err := js.Stream(ctx, "KV_network")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "consumers on KV_network: %d\n", stream.CachedInfo().State.Consumers)
+	return nil
+}
+
+// writeFleet writes a VPC config, two routes and a firewall rule per VPC.
+func writeFleet(ctx context.Context, b *fleetkv.NetworkBucket) error {
+	for i, vpc := range allVPCs {
+		net := fmt.Sprintf("10.%d", i+1)
+		cfg := fleetkv.VPCConfig{Name: vpc, CIDR: net + ".0.0/16", Region: "eu-west-1", Labels: map[string]string{"team": "net"}}
+		if _, err := b.PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: vpc}, cfg); err != nil {
+			return err
+		}
+		for r := 1; r <= 2; r++ {
+			route := fleetkv.Route{CIDR: fmt.Sprintf("%s.%d.0/24", net, r), NextHop: net + ".0.1", Metric: 10 * r, Updated: time.Now()}
+			if _, err := b.PutRoute(ctx, fleetkv.RouteKey{VPC: vpc, RouteID: fmt.Sprintf("r%d", r)}, route); err != nil {
+				return err
+			}
+		}
+		rule := fleetkv.FirewallRule{Action: "allow", CIDR: net + ".0.0/16", Port: 22}
+		if _, err := b.PutFirewallRule(ctx, fleetkv.FirewallRuleKey{VPC: vpc, Priority: 100}, rule); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changeFleet makes live changes, in and out of the watched VPCs, including
+// a value that does not decode (it is reported and the watch goes on), and
+// returns the revision of the last one.
+func changeFleet(ctx context.Context, b *fleetkv.NetworkBucket, kv jetstream.KeyValue) (uint64, error) {
+	steps := []func() (uint64, error){
+		func() (uint64, error) {
+			return b.PutRoute(ctx, fleetkv.RouteKey{VPC: "blue", RouteID: "r1"},
+				fleetkv.Route{CIDR: "10.1.1.0/24", NextHop: "10.1.0.254", Metric: 5, Updated: time.Now()})
+		},
+		func() (uint64, error) {
+			return b.PutRoute(ctx, fleetkv.RouteKey{VPC: "amber", RouteID: "r9"}, fleetkv.Route{CIDR: "10.4.9.0/24"})
+		},
+		func() (uint64, error) {
+			return b.PutFirewallRule(ctx, fleetkv.FirewallRuleKey{VPC: "green", Priority: 10},
+				fleetkv.FirewallRule{Action: "deny", CIDR: "0.0.0.0/0", Port: 23})
+		},
+		func() (uint64, error) { return 0, b.DeleteRoute(ctx, fleetkv.RouteKey{VPC: "red", RouteID: "r2"}) },
+		func() (uint64, error) { return kv.PutString(ctx, "vpc.green.route.r3", "not json") },
+		func() (uint64, error) {
+			return b.PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: "red"},
+				fleetkv.VPCConfig{Name: "red", CIDR: "10.3.0.0/16", Region: "eu-west-2"})
+		},
+	}
+	var last uint64
+	for _, step := range steps {
+		rev, err := step()
+		if err != nil {
+			return 0, err
+		}
+		last = rev
+	}
+	return last, nil
+}
+
+// embedded is a nats-server run for the example, with a temporary store.
+type embedded struct {
+	*server.Server
+	dir string
+}
+
+func startServer() (*embedded, error) {
+	dir, err := os.MkdirTemp("", "kvwatchgen-fleet-")
+	if err != nil {
+		return nil, err
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		os.RemoveAll(dir)
+		return nil, errors.New("embedded nats-server did not start within 10s")
+	}
+	return &embedded{Server: s, dir: dir}, nil
+}
+
+func (e *embedded) shutdown() {
+	e.Shutdown()
+	e.WaitForShutdown()
+	os.RemoveAll(e.dir)
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestExample runs the example end to end on its embedded server and
+// checks what a newcomer is promised: typed events of the 3 watched VPCs
+// only, the bad value reported, and one consumer on the stream.
+func TestExample(t *testing.T) {
+	var out bytes.Buffer
+	if err := run("", &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if last := lines[len(lines)-1]; last != "consumers on KV_network: 1" {
+		t.Errorf("last line = %q, want %q\n%s", last, "consumers on KV_network: 1", text)
+	}
+	for _, want := range []string{
+		"route     blue/r1       initial 10.1.1.0/24 via 10.1.0.1, metric 10",
+		"synced: 3 VPC configs, 6 routes, 3 firewall rules in the cache",
+		"route     blue/r1       live    10.1.1.0/24 via 10.1.0.254, metric 5 (was 10.1.1.0/24 via 10.1.0.1, metric 10)",
+		"firewall  green/#10     live    deny 0.0.0.0/0 to port 23",
+		"route     red/r2        live    deleted, was 10.3.2.0/24 via 10.3.0.1, metric 20",
+		"skipped   vpc.green.route.r3",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q\n%s", want, text)
+		}
+	}
+	for _, unwatched := range []string{"amber", "violet", "10.4.", "10.5."} {
+		for _, l := range lines {
+			if strings.Contains(l, unwatched) && !strings.HasPrefix(l, "wrote") && !strings.HasPrefix(l, "stats") {
+				t.Errorf("unwatched VPC printed: %q", l)
+			}
+		}
+	}
+}

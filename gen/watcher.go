@@ -1,0 +1,228 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/kvwatchgen/kvwatchgen/schema"
+)
+
+// emitScopes writes the bucket's scopes struct and its conversion for the
+// runtime. A scope with one parameter is a slice of that parameter's type,
+// with several a slice of a struct, with none a bool.
+func emitScopes(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	for _, s := range b.Scopes {
+		if s.Struct == "" {
+			continue
+		}
+		f.Comment(wrap(fmt.Sprintf("%s is one value of scope %s of bucket %s: the entries under %q.", s.Struct, s.GoName, b.Name, s.Prefix.Raw)))
+		f.Type().Id(s.Struct).StructFunc(func(g *jen.Group) {
+			for _, p := range s.Prefix.Params {
+				g.Id(p.GoName).Add(paramType(p)).Comment("{" + p.Name + "}")
+			}
+		})
+		f.Line()
+	}
+
+	f.Comment(wrap(fmt.Sprintf("%s selects what a %s watches: every entry under any of the listed "+
+		"scope values (a key equal to a scope prefix included). Overlapping values are fine: each "+
+		"change is still delivered once. The zero value watches nothing, never the whole bucket; "+
+		"set All for that. Values are checked before anything is sent: a value that is empty or "+
+		"holds '.', '*', '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a "+
+		"*kvwatch.ScopeError.", n.Scopes, n.Watcher)))
+	f.Type().Id(n.Scopes).StructFunc(func(g *jen.Group) {
+		g.Comment("All watches every entry of the bucket.")
+		g.Id("All").Bool()
+		for _, s := range b.Scopes {
+			g.Comment(wrapIndented(scopeFieldDoc(s)))
+			g.Id(s.GoName).Add(scopeFieldType(s))
+		}
+	})
+	f.Line()
+
+	f.Comment("runtimeScopes converts s for the runtime.")
+	f.Func().Params(jen.Id("s").Id(n.Scopes)).Id("runtimeScopes").Params().Add(rt("Scopes")).BlockFunc(func(g *jen.Group) {
+		g.Id("out").Op(":=").Add(rt("Scopes")).Values(jen.Dict{jen.Id("All"): jen.Id("s").Dot("All")})
+		for i, s := range b.Scopes {
+			value := func(params ...jen.Code) jen.Code {
+				return jen.Id("out").Dot("Values").Op("=").Append(jen.Id("out").Dot("Values"), rt("ScopeValue").Values(jen.Dict{
+					jen.Id("Scope"):  jen.Lit(i),
+					jen.Id("Params"): jen.Index().String().Values(params...),
+				}))
+			}
+			switch len(s.Prefix.Params) {
+			case 0:
+				g.If(jen.Id("s").Dot(s.GoName)).Block(value())
+			case 1:
+				g.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("s").Dot(s.GoName)).Block(
+					value(paramString(s.Prefix.Params[0], jen.Id("v"))),
+				)
+			default:
+				var params []jen.Code
+				for _, p := range s.Prefix.Params {
+					params = append(params, paramString(p, jen.Id("v").Dot(p.GoName)))
+				}
+				g.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("s").Dot(s.GoName)).Block(value(params...))
+			}
+		}
+		g.Return(jen.Id("out"))
+	})
+	f.Line()
+}
+
+func scopeFieldType(s *schema.Scope) jen.Code {
+	switch len(s.Prefix.Params) {
+	case 0:
+		return jen.Bool()
+	case 1:
+		return jen.Index().Add(paramType(s.Prefix.Params[0]))
+	}
+	return jen.Index().Id(s.Struct)
+}
+
+func scopeFieldDoc(s *schema.Scope) string {
+	switch len(s.Prefix.Params) {
+	case 0:
+		return fmt.Sprintf("%s watches the entries under %q.", s.GoName, s.Prefix.Raw)
+	case 1:
+		return fmt.Sprintf("%s watches the entries under %q, for each listed %s.", s.GoName, s.Prefix.Raw, s.Prefix.Params[0].Name)
+	}
+	var names []string
+	for _, p := range s.Prefix.Params {
+		names = append(names, p.Name)
+	}
+	return fmt.Sprintf("%s watches the entries under %q, for each listed (%s).", s.GoName, s.Prefix.Raw, strings.Join(names, ", "))
+}
+
+// emitHandlers writes the handlers struct.
+func emitHandlers(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap(fmt.Sprintf("%s receives the events of a %s; every field is optional. All handlers "+
+		"run on the watcher's one event goroutine, one call at a time: first the initial state "+
+		"(events flagged Initial), then OnSynced, then live changes in stream order across all kinds. "+
+		"The cache already holds a change when its handler runs. A handler that blocks delays every "+
+		"later event (the consumer stops pulling; nothing is lost); one that panics is reported to "+
+		"OnError and the watch goes on. Handlers must not call Stop.", n.Handlers, n.Watcher)))
+	f.Type().Id(n.Handlers).StructFunc(func(g *jen.Group) {
+		for _, k := range b.Kinds {
+			g.Comment(fmt.Sprintf("%s receives changes of %s entries.", k.Names.Handler, k.GoName))
+			g.Id(k.Names.Handler).Func().Params(jen.Id(k.Names.Event))
+		}
+		g.Comment("OnSynced is called once, after the last initial event.")
+		g.Id("OnSynced").Func().Params()
+		g.Comment(wrapIndented("OnError receives what the watch skipped and went on after: a value that does " +
+			"not decode or a key that does not parse (*kvwatch.DataError), a key in scope that matches no " +
+			"template (*kvwatch.UnknownKeyError), a handler panic (*kvwatch.HandlerError); and the error " +
+			"that ended the watch, if it ends on its own."))
+		g.Id("OnError").Func().Params(jen.Error())
+	})
+	f.Line()
+}
+
+// emitWatcher writes the typed watcher, its cache accessors and its
+// constructor.
+func emitWatcher(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap(fmt.Sprintf("%s watches bucket %s within a set of scopes, served by at most one "+
+		"consumer at any moment however many scopes and kinds it covers. The embedded *kvwatch.Watcher "+
+		"provides WaitSynced, Synced, Stats, Err, Done and Stop. Its methods are safe for concurrent use.", n.Watcher, b.Name)))
+	if b.Doc != "" {
+		f.Comment("//")
+		f.Comment(wrap(b.Doc))
+	}
+	f.Type().Id(n.Watcher).StructFunc(func(g *jen.Group) {
+		g.Op("*").Add(rt("Watcher"))
+		for _, k := range b.Kinds {
+			g.Id(cacheField(k)).Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value))
+		}
+	})
+	f.Line()
+	for _, k := range b.Kinds {
+		f.Comment(wrap(fmt.Sprintf("%s returns the read-only cache of the %s entries in the watcher's "+
+			"scopes: exact once the watcher is synced, updated before each handler call.", k.Names.Cache, k.GoName)))
+		f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().
+			Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value)).
+			Block(jen.Return(jen.Id("w").Dot(cacheField(k))))
+		f.Line()
+	}
+
+	f.Comment(wrap(fmt.Sprintf("%s starts watching bucket %s within scopes and returns once the bucket "+
+		"was found; the initial state is then read in the background (see WaitSynced). Scope values "+
+		"are checked first (*kvwatch.ScopeError); empty scopes watch nothing, with no consumer. ctx "+
+		"bounds the whole watch: cancelling it stops the watcher like Stop does.", n.Watch, b.Name)))
+	f.Func().Id(n.Watch).Params(
+		jen.Id("ctx").Qual("context", "Context"),
+		jen.Id("js").Qual(jetstreamPath, "JetStream"),
+		jen.Id("scopes").Id(n.Scopes),
+		jen.Id("h").Id(n.Handlers),
+		jen.Id("opts").Op("...").Add(rt("Option")),
+	).Params(jen.Op("*").Id(n.Watcher), jen.Error()).BlockFunc(func(g *jen.Group) {
+		var bindings []jen.Code
+		for i, k := range b.Kinds {
+			id := fmt.Sprintf("b%d", i)
+			g.Id(id).Op(":=").Add(rt("Bind")).Call(jen.Op("&").Id(k.Names.KindVar), jen.Id("h").Dot(k.Names.Handler))
+			bindings = append(bindings, jen.Id(id))
+		}
+		g.Id("opts").Op("=").Append(jen.Index().Add(rt("Option")).Values(
+			rt("OnSynced").Call(jen.Id("h").Dot("OnSynced")),
+			rt("OnError").Call(jen.Id("h").Dot("OnError")),
+		), jen.Id("opts").Op("..."))
+		g.List(jen.Id("w"), jen.Err()).Op(":=").Add(rt("Start")).Call(
+			jen.Id("ctx"), jen.Id("js"), jen.Op("&").Id(n.Spec), jen.Id("scopes").Dot("runtimeScopes").Call(),
+			jen.Index().Add(rt("AnyBinding")).Values(bindings...), jen.Id("opts").Op("..."),
+		)
+		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
+		fields := jen.Dict{jen.Id("Watcher"): jen.Id("w")}
+		for i, k := range b.Kinds {
+			fields[jen.Id(cacheField(k))] = jen.Id(fmt.Sprintf("b%d", i)).Dot("Cache").Call()
+		}
+		g.Return(jen.Op("&").Id(n.Watcher).Values(fields), jen.Nil())
+	})
+	f.Line()
+}
+
+// cacheField is the unexported watcher field holding a kind's cache.
+func cacheField(k *schema.Kind) string { return "cache" + k.GoName }
+
+// emitClient writes typed single-entry access to the bucket.
+func emitClient(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap(fmt.Sprintf("%s reads and writes single entries of bucket %s with typed keys and "+
+		"values. Keys are checked before anything is sent: a key field that is not a valid token is "+
+		"an error, never another key.", n.Client, b.Name)))
+	f.Type().Id(n.Client).Struct(jen.Id("kv").Qual(jetstreamPath, "KeyValue"))
+	f.Line()
+	f.Comment(wrap(fmt.Sprintf("%s wraps kv, which must be bucket %s (writes to another bucket are refused).", n.NewClient, b.Name)))
+	f.Func().Id(n.NewClient).Params(jen.Id("kv").Qual(jetstreamPath, "KeyValue")).Op("*").Id(n.Client).Block(
+		jen.Return(jen.Op("&").Id(n.Client).Values(jen.Dict{jen.Id("kv"): jen.Id("kv")})),
+	)
+	f.Line()
+	f.Comment("KeyValue returns the wrapped bucket.")
+	f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id("KeyValue").Params().Qual(jetstreamPath, "KeyValue").Block(
+		jen.Return(jen.Id("b").Dot("kv")),
+	)
+	f.Line()
+	ctx := jen.Id("ctx").Qual("context", "Context")
+	for _, k := range b.Kinds {
+		kn := k.Names
+		value := goType(k.Value)
+		kind := jen.Op("&").Id(kn.KindVar)
+		f.Comment(fmt.Sprintf("%s stores v under key and returns the new revision.", kn.Put))
+		f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id(kn.Put).Params(ctx, jen.Id("key").Id(kn.Key), jen.Id("v").Add(value)).
+			Params(jen.Uint64(), jen.Error()).
+			Block(jen.Return(rt("Put").Call(jen.Id("ctx"), jen.Id("b").Dot("kv"), kind, jen.Id("key"), jen.Id("v"))))
+		f.Line()
+		f.Comment(wrap(fmt.Sprintf("%s reads the current value of key; a missing or deleted key is jetstream.ErrKeyNotFound.", kn.Get)))
+		f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id(kn.Get).Params(ctx, jen.Id("key").Id(kn.Key)).
+			Params(rt("Item").Types(value), jen.Error()).
+			Block(jen.Return(rt("Get").Call(jen.Id("ctx"), jen.Id("b").Dot("kv"), kind, jen.Id("key"))))
+		f.Line()
+		f.Comment(fmt.Sprintf("%s deletes key; watchers see a delete event.", kn.Delete))
+		f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id(kn.Delete).Params(ctx, jen.Id("key").Id(kn.Key)).
+			Error().
+			Block(jen.Return(rt("Delete").Call(jen.Id("ctx"), jen.Id("b").Dot("kv"), kind, jen.Id("key"))))
+		f.Line()
+	}
+}

@@ -1,0 +1,110 @@
+package kvwatch_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// checkSyncedState fails unless every key in want was delivered, flagged
+// initial, before synced, and nothing after synced is flagged initial.
+func checkSyncedState(t *testing.T, r *recorder, want []string) {
+	t.Helper()
+	events, errs := r.snapshot()
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	initial := map[string]bool{}
+	for i, e := range events {
+		if e.Initial == e.Synced {
+			t.Fatalf("event %d %+v: Initial=%v but synced-before=%v", i, e, e.Initial, e.Synced)
+		}
+		if e.Initial {
+			initial[e.Key] = true
+		}
+	}
+	for _, key := range want {
+		if !initial[key] {
+			t.Errorf("key %s not delivered before synced", key)
+		}
+	}
+}
+
+// writeKeys writes n routes under vpc and returns their keys.
+func writeKeys(t *testing.T, kv jetstream.KeyValue, vpc string, n int) []string {
+	t.Helper()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("vpc.%s.route.r%d", vpc, i)
+		put(t, kv, keys[i], route{CIDR: "initial"})
+	}
+	return keys
+}
+
+// overwrite keeps overwriting keys until stop is called; it returns once
+// the writer is under way.
+func overwrite(t *testing.T, kv jetstream.KeyValue, keys []string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			if _, err := kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"overwritten"}`)); err == nil {
+				written.Add(1)
+			}
+		}
+	})
+	kvwatchtest.Eventually(t, 5*time.Second, "writer under way", func() bool { return written.Load() >= 20 })
+	return func() { cancel(); wg.Wait() }
+}
+
+// More than 1,024 keys in scope take the listing path (one multi_last
+// answer holds at most 1,024 subjects); synced stays exact while a writer
+// overwrites keys under it.
+func TestSyncLargeScopeWhileOverwriting(t *testing.T) {
+	js, kv := setup(t)
+	keys := writeKeys(t, kv, "a", 1500)
+	stop := overwrite(t, kv, keys)
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	waitSynced(t, w)
+	stop()
+	checkSyncedState(t, r, keys)
+	if got := w.Stats().InitialState; got != "direct-get-listing" {
+		t.Errorf("InitialState = %q, want direct-get-listing", got)
+	}
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
+		t.Errorf("consumers = %d, want 1", n)
+	}
+}
+
+// A stream that does not allow direct get is read by the consumer itself.
+func TestSyncWithoutDirectGet(t *testing.T) {
+	js, kv := setup(t)
+	keys := writeKeys(t, kv, "a", 50)
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, "KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	waitSynced(t, w)
+	checkSyncedState(t, r, keys)
+	if got := w.Stats().InitialState; got != "consumer" {
+		t.Errorf("InitialState = %q, want consumer", got)
+	}
+	put(t, kv, "vpc.a", vpcConfig{Name: "live"})
+	r.waitFor(t, "a live event", func(ev []got, _ []error) bool { return len(ev) == len(keys)+1 })
+}

@@ -1,0 +1,137 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// This file names what the generator will produce and checks those names:
+// two things of the schema must never produce the same name in one Go
+// namespace (the package, or the members of one generated type), or the
+// generated code would not compile. The generator takes every name from
+// the model, so this is the single place where names are made.
+
+// producer is what made a name, for the error that reports a collision.
+type producer struct {
+	what string
+	pos  Pos
+}
+
+// namespace records names and reports the second producer of a name.
+type namespace struct {
+	l     *loader
+	scope string // "the package", "struct RouteKey", ...
+	noun  string // what the names are: "the Go name", "the file" (+s)
+	names map[string]producer
+}
+
+func (l *loader) namespace(scope string) *namespace {
+	return &namespace{l: l, scope: scope, noun: "the Go name", names: map[string]producer{}}
+}
+
+func (ns *namespace) add(name, what string, p Pos) {
+	if prev, ok := ns.names[name]; ok {
+		ns.l.collide(collision{ns: ns, first: prev, second: producer{what, p}}, name)
+		return
+	}
+	ns.names[name] = producer{what: what, pos: p}
+}
+
+// collision is two producers of one or more names in a namespace.
+type collision struct {
+	ns            *namespace
+	first, second producer
+}
+
+// collide records that c produces name twice. Names of one pair are
+// reported in one error (two buckets "Net" and "net" collide on a dozen
+// names; one line says so).
+func (l *loader) collide(c collision, name string) {
+	for i := range l.collisions {
+		if l.collisions[i].collision == c {
+			l.collisions[i].names = append(l.collisions[i].names, name)
+			return
+		}
+	}
+	l.collisions = append(l.collisions, collisionNames{c, []string{name}})
+}
+
+type collisionNames struct {
+	collision
+	names []string
+}
+
+// reportCollisions turns the recorded collisions into errors.
+func (l *loader) reportCollisions() {
+	for _, c := range l.collisions {
+		noun := c.ns.noun
+		if len(c.names) > 1 {
+			noun += "s"
+		}
+		l.add(c.second.pos, "%s and %s (%d:%d) both produce %s %s in %s; rename one",
+			c.second.what, c.first.what, c.first.pos.Line, c.first.pos.Col, noun, strings.Join(c.names, ", "), c.ns.scope)
+	}
+}
+
+// assignNames gives every bucket, kind and scope its generated names and
+// reports collisions.
+func (l *loader) assignNames(s *Schema) {
+	pkg := l.namespace("the package")
+	for _, t := range s.Types {
+		pkg.add(t.Name, fmt.Sprintf("type %s", t.Name), t.Pos)
+	}
+	defer l.reportCollisions()
+	files := l.namespace("the output folder")
+	files.noun = "the file"
+	for _, b := range s.Buckets {
+		g := b.GoName
+		what := fmt.Sprintf("bucket %s", b.Name)
+		b.Names = BucketNames{
+			Scopes: g + "Scopes", Handlers: g + "Handlers", Watcher: g + "Watcher", Watch: "Watch" + g,
+			Client: g + "Bucket", NewClient: "New" + g + "Bucket", Spec: "kvw" + g + "Spec",
+			File: strings.ToLower(b.Name) + ".kvwatch.go",
+		}
+		// Lower case: buckets "Net" and "net" are distinct in NATS but would
+		// write the same file on case-insensitive file systems.
+		files.add(b.Names.File, what, b.Pos)
+		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.Spec} {
+			pkg.add(name, what, b.Pos)
+		}
+		handlers := l.namespace("struct " + b.Names.Handlers)
+		handlers.add("OnSynced", "the synced handler", b.Pos)
+		handlers.add("OnError", "the error handler", b.Pos)
+		client := l.namespace("type " + b.Names.Client)
+		client.add("KeyValue", "its KeyValue method", b.Pos)
+		for _, k := range b.Kinds {
+			n := k.GoName
+			k.Names = KindNames{
+				Key: n + "Key", Parse: "Parse" + n + "Key", Event: n + "Event", Handler: "On" + n, Cache: n + "Cache",
+				Put: "Put" + n, Get: "Get" + n, Delete: "Delete" + n,
+				KindVar: "kvw" + g + n + "Kind", Template: "kvw" + g + n + "Template",
+			}
+			kwhat := fmt.Sprintf("key %s", n)
+			for _, name := range []string{k.Names.Key, k.Names.Parse, k.Names.Event, k.Names.KindVar, k.Names.Template} {
+				pkg.add(name, kwhat, k.Pos)
+			}
+			handlers.add(k.Names.Handler, kwhat, k.Pos)
+			for _, name := range []string{k.Names.Put, k.Names.Get, k.Names.Delete} {
+				client.add(name, kwhat, k.Pos)
+			}
+			key := l.namespace("struct " + k.Names.Key)
+			key.add("String", "its String method", k.Pos)
+			for _, p := range k.Template.Params {
+				key.add(p.GoName, fmt.Sprintf("parameter {%s}", p.Name), k.Template.Pos)
+			}
+		}
+		scopes := l.namespace("struct " + b.Names.Scopes)
+		scopes.add("All", "the whole-bucket switch", b.Pos)
+		for _, sc := range b.Scopes {
+			swhat := fmt.Sprintf("scope %s", sc.GoName)
+			scopes.add(sc.GoName, swhat, sc.Pos)
+			if len(sc.Prefix.Params) > 1 {
+				sc.Struct = g + sc.GoName + "Scope"
+				pkg.add(sc.Struct, swhat, sc.Pos)
+			}
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package schema
+
+// This file is the resolved model the generator consumes: every name
+// checked, every reference resolved, everything in a fixed order (types by
+// name; buckets, kinds, scopes and fields as written). The model is
+// read-only once Load returns it.
+
+// Schema is a loaded, valid schema.
+type Schema struct {
+	// File is the schema's file name as given to Load.
+	File string
+	// Package is the Go package name of the generated code.
+	Package string
+	// Buckets in the order written.
+	Buckets []*Bucket
+	// Types are the value types declared under "types", sorted by name.
+	Types []*Type
+}
+
+// Bucket is one KV bucket.
+type Bucket struct {
+	Name   string   // NATS bucket name
+	GoName string   // exported Go name, e.g. "Network"
+	Doc    string   // doc comment text, may be empty
+	Kinds  []*Kind  // in the order written
+	Scopes []*Scope // in the order written
+	Names  BucketNames
+	Pos    Pos
+}
+
+// BucketNames are the package-level Go names generated for a bucket.
+type BucketNames struct {
+	Scopes    string // NetworkScopes: what a watcher watches
+	Handlers  string // NetworkHandlers: the event handlers
+	Watcher   string // NetworkWatcher: the typed watcher
+	Watch     string // WatchNetwork: starts a watcher
+	Client    string // NetworkBucket: typed reads and writes
+	NewClient string // NewNetworkBucket
+	Spec      string // kvwNetworkSpec: the runtime's bucket description
+	File      string // network.kvwatch.go: the generated file
+}
+
+// Kind is one kind of entry of a bucket.
+type Kind struct {
+	GoName   string // exported Go name, e.g. "Route"
+	Doc      string
+	Template *Template
+	Value    *TypeRef
+	Codec    Codec
+	Names    KindNames
+	Pos      Pos
+}
+
+// KindNames are the Go names generated for a kind.
+type KindNames struct {
+	Key      string // RouteKey: the typed key
+	Parse    string // ParseRouteKey
+	Event    string // RouteEvent
+	Handler  string // OnRoute: field of the bucket's Handlers
+	Cache    string // RouteCache: method of the bucket's Watcher
+	Put      string // PutRoute, GetRoute, DeleteRoute: methods of the
+	Get      string // bucket's client
+	Delete   string //
+	KindVar  string // kvwNetworkRouteKind: the runtime's kind description
+	Template string // kvwNetworkRouteTemplate: the compiled key template
+}
+
+// Codec is how values are stored.
+type Codec string
+
+// The codecs.
+const (
+	CodecJSON   Codec = "json"
+	CodecString Codec = "string"
+	CodecBytes  Codec = "bytes"
+	CodecText   Codec = "text"
+	CodecBinary Codec = "binary"
+)
+
+// Template is a key template: tokens separated by '.'.
+type Template struct {
+	Raw    string
+	Tokens []Token
+	Params []*Param // in key order
+	Pos    Pos
+}
+
+// Token is a literal (Param nil) or a parameter.
+type Token struct {
+	Literal string
+	Param   *Param
+}
+
+// Param is a parameter of a key template or scope prefix.
+type Param struct {
+	Name   string    // as written, e.g. "route_id"
+	GoName string    // exported field name, e.g. "RouteID"
+	Type   ParamType // string, int or uint
+
+	explicitType bool // written {name:type}, not {name}
+}
+
+// ParamType is the type of a key parameter.
+type ParamType string
+
+// The parameter types.
+const (
+	ParamString ParamType = "string"
+	ParamInt    ParamType = "int"  // int64
+	ParamUint   ParamType = "uint" // uint64
+)
+
+// Scope is a way to narrow a watcher: a whole-token prefix of one or more
+// key templates.
+type Scope struct {
+	GoName string
+	Prefix *Template // its params carry the types of the templates
+	// Exact is set when some template equals the prefix; Deeper when some
+	// template extends it.
+	Exact, Deeper bool
+	// Struct is the Go struct type of one value of a scope with several
+	// parameters (NetworkNodeScope), "" for other scopes.
+	Struct string
+	Pos    Pos
+}
+
+// Type is a struct value type declared under "types".
+type Type struct {
+	Name   string // Go name, as written
+	Doc    string
+	Fields []*Field // in the order written
+	Pos    Pos
+}
+
+// Field is one field of a Type.
+type Field struct {
+	JSONName string // as written
+	GoName   string
+	Type     *TypeRef
+	Pos      Pos
+}
+
+// TypeKind classifies a TypeRef.
+type TypeKind int
+
+// The type kinds.
+const (
+	TypeBuiltin  TypeKind = iota + 1 // Builtin names it
+	TypeSlice                        // []Elem
+	TypeMap                          // map[string]Elem
+	TypeNamed                        // a Type of the schema
+	TypeExternal                     // ImportPath.Name
+)
+
+// TypeRef is a value or field type.
+type TypeRef struct {
+	Kind       TypeKind
+	Builtin    string   // TypeBuiltin: one of Builtins
+	Elem       *TypeRef // TypeSlice, TypeMap
+	Named      *Type    // TypeNamed
+	ImportPath string   // TypeExternal
+	Name       string   // TypeExternal: the type's name in its package
+}
+
+// Builtins are the builtin value types, in documentation order.
+var Builtins = []string{
+	"string", "bool", "int", "int32", "int64", "uint", "uint32", "uint64",
+	"float32", "float64", "bytes", "time", "duration", "json",
+}

@@ -1,0 +1,183 @@
+package schema
+
+import (
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var (
+	paramName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	literalToken = regexp.MustCompile(`^[-/_=A-Za-z0-9]+$`)
+	paramTypes   = []string{string(ParamString), string(ParamInt), string(ParamUint)}
+)
+
+// template parses the key template (or scope prefix) in scalar node n.
+// Errors point at the offending character when the scalar is on one line.
+// It returns nil when the template is invalid.
+func (l *loader) template(n *yaml.Node, what string) *Template {
+	raw, ok := l.scalar(n, what)
+	if !ok {
+		return nil
+	}
+	at := func(offset int) Pos { return charPos(n, offset) }
+	before := len(l.list)
+	switch {
+	case raw == "":
+		l.add(pos(n), "%s is empty", what)
+		return nil
+	case strings.HasPrefix(raw, "."):
+		l.add(at(0), "%s %q starts with '.'", what, raw)
+	case strings.HasSuffix(raw, "."):
+		l.add(at(len(raw)-1), "%s %q ends with '.'", what, raw)
+	}
+	t := &Template{Raw: raw, Pos: pos(n)}
+	seen := map[string]bool{}
+	offset := 0
+	for i, tok := range strings.Split(raw, ".") {
+		p := at(offset)
+		offset += len(tok) + 1
+		if tok == "" {
+			if i > 0 && offset-1 < len(raw) { // leading/trailing dots were reported above
+				l.add(p, "%s %q has an empty token (\"..\")", what, raw)
+			}
+			continue
+		}
+		if strings.HasPrefix(tok, "{") && strings.HasSuffix(tok, "}") {
+			param := l.param(tok[1:len(tok)-1], what, p)
+			if param == nil {
+				continue
+			}
+			if seen[param.Name] {
+				l.add(p, "%s %q uses parameter {%s} twice", what, raw, param.Name)
+				continue
+			}
+			seen[param.Name] = true
+			t.Tokens = append(t.Tokens, Token{Param: param})
+			t.Params = append(t.Params, param)
+			continue
+		}
+		switch {
+		case strings.ContainsAny(tok, "*>"):
+			l.add(p, "%s %q: token %q has a wildcard: '*' and '>' are subject wildcards, not key characters; a template names its variable parts {like_this}", what, raw, tok)
+		case strings.ContainsAny(tok, "{}"):
+			l.add(p, "%s %q: token %q: a parameter must be a whole token, written {name} or {name:type}", what, raw, tok)
+		case !literalToken.MatchString(tok):
+			l.add(p, "%s %q: token %q has characters outside the key charset [-/_=A-Za-z0-9]", what, raw, tok)
+		default:
+			t.Tokens = append(t.Tokens, Token{Literal: tok})
+		}
+	}
+	if len(l.list) > before {
+		return nil
+	}
+	return t
+}
+
+// param parses the inside of a {...} token.
+func (l *loader) param(inner, what string, p Pos) *Param {
+	name, typ, typed := strings.Cut(inner, ":")
+	if !paramName.MatchString(name) {
+		l.add(p, "%s: parameter name %q must be a letter or '_' followed by letters, digits or '_'", what, name)
+		return nil
+	}
+	param := &Param{Name: name, GoName: camelCase(name), Type: ParamString}
+	if typed {
+		if !contains(paramTypes, typ) {
+			l.add(p, "%s: parameter {%s} has unknown type %q: use string, int (int64) or uint (uint64)%s", what, inner, typ, didYouMean(typ, paramTypes))
+			return nil
+		}
+		param.Type = ParamType(typ)
+		param.explicitType = true
+	}
+	if !isExported(param.GoName) {
+		l.add(p, "%s: parameter {%s} does not make a Go field name (%q); start it with a letter", what, name, param.GoName)
+		return nil
+	}
+	return param
+}
+
+// charPos returns the position of the byte at offset inside scalar n, when
+// it can be known: n on one line, plain or quoted (quotes shift by one).
+func charPos(n *yaml.Node, offset int) Pos {
+	p := pos(n)
+	switch n.Style {
+	case 0:
+		p.Col += offset
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if !strings.ContainsAny(n.Value, "\\'\"\n") {
+			p.Col += offset + 1
+		}
+	}
+	return p
+}
+
+// tokensCanBeEqual reports whether some key token is matched by both a and
+// b: equal literals; a literal and a parameter whose type accepts it; or
+// two parameters (every pair of parameter types shares a value: "0").
+func tokensCanBeEqual(a, b Token) bool {
+	switch {
+	case a.Param == nil && b.Param == nil:
+		return a.Literal == b.Literal
+	case a.Param == nil:
+		return paramAccepts(b.Param.Type, a.Literal)
+	case b.Param == nil:
+		return paramAccepts(a.Param.Type, b.Literal)
+	}
+	return true
+}
+
+// exampleToken returns a token matched by both a and b (tokensCanBeEqual).
+func exampleToken(a, b Token) string {
+	switch {
+	case a.Param == nil:
+		return a.Literal
+	case b.Param == nil:
+		return b.Literal
+	case a.Param.Type != ParamString || b.Param.Type != ParamString:
+		return "1"
+	}
+	return "x"
+}
+
+// paramAccepts reports whether a parameter of type t parses lit. Numbers
+// are canonical decimal (no sign on uint, no '+', no leading zeros), the
+// form generated String methods write, so that keys round-trip.
+func paramAccepts(t ParamType, lit string) bool {
+	switch t {
+	case ParamInt:
+		return canonicalInt(lit, true)
+	case ParamUint:
+		return canonicalInt(lit, false)
+	}
+	return true
+}
+
+// canonicalInt reports whether s is a canonical decimal integer that fits
+// in 64 bits (signed when signed is set).
+func canonicalInt(s string, signed bool) bool {
+	digits := s
+	if signed && strings.HasPrefix(s, "-") {
+		digits = s[1:]
+		if digits == "0" {
+			return false
+		}
+	}
+	if digits == "" || (len(digits) > 1 && digits[0] == '0') {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	limit := "18446744073709551615" // max uint64
+	if signed {
+		limit = "9223372036854775807"
+		if s[0] == '-' {
+			limit = "9223372036854775808"
+		}
+	}
+	return len(digits) < len(limit) || (len(digits) == len(limit) && digits <= limit)
+}
