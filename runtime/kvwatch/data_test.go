@@ -28,6 +28,10 @@ func TestOpsAndBadDataAreReported(t *testing.T) {
 	badValue, _ := kv.PutString(ctx, "vpc.a.route.r2", "not json")
 	unknown, _ := kv.PutString(ctx, "vpc.a.policy.p1", "{}")
 	put(t, kv, "vpc.a.route.r3", route{CIDR: "3"})
+	// With history 1 a later write removes an earlier revision from the
+	// stream; wait for the puts so that the delete and the purge cannot
+	// take them away before the consumer delivers them.
+	r.waitFor(t, "the puts", func(ev []got, _ []error) bool { return hasKey(ev, "vpc.a.route.r3", kvwatch.OpPut) })
 	if err := kv.Delete(ctx, "vpc.a.route.r1"); err != nil {
 		t.Fatal(err)
 	}
