@@ -96,12 +96,19 @@ func (l *loader) fields(n *yaml.Node, what string, known []string, required ...s
 		return nil
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
+	misspelled := map[string]bool{} // fields suggested for unknown ones
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		name := k.Value
 		switch {
 		case !contains(known, name):
-			l.add(pos(k), "unknown field %q in %s%s", name, what, didYouMean(name, known))
+			hint := didYouMean(name, known)
+			l.add(pos(k), "unknown field %q in %s%s", name, what, hint)
+			for _, f := range known {
+				if hint == ` (did you mean "`+f+`"?)` {
+					misspelled[f] = true
+				}
+			}
 		case out[name] != nil:
 			l.add(pos(k), "field %q appears twice in %s", name, what)
 		default:
@@ -109,7 +116,9 @@ func (l *loader) fields(n *yaml.Node, what string, known []string, required ...s
 		}
 	}
 	for _, r := range required {
-		if out[r] == nil {
+		// A misspelled field was reported with its fix: "missing" would
+		// say the same thing twice.
+		if out[r] == nil && !misspelled[r] {
 			l.add(pos(n), "%s: missing required field %q", what, r)
 		}
 	}

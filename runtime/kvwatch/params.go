@@ -1,6 +1,7 @@
 package kvwatch
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -14,7 +15,7 @@ import (
 func ParseIntParam(s string) (int64, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not an int64: %w", s, err.(*strconv.NumError).Err)
+		return 0, fmt.Errorf("%q is not an int64: %w", s, errors.Unwrap(err))
 	}
 	if strconv.FormatInt(v, 10) != s {
 		return 0, fmt.Errorf("%q is not in canonical form (want %q)", s, strconv.FormatInt(v, 10))
@@ -26,7 +27,7 @@ func ParseIntParam(s string) (int64, error) {
 func ParseUintParam(s string) (uint64, error) {
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a uint64: %w", s, err.(*strconv.NumError).Err)
+		return 0, fmt.Errorf("%q is not a uint64: %w", s, errors.Unwrap(err))
 	}
 	if strconv.FormatUint(v, 10) != s {
 		return 0, fmt.Errorf("%q is not in canonical form (want %q)", s, strconv.FormatUint(v, 10))

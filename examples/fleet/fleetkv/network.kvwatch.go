@@ -39,10 +39,10 @@ func ParseVPCConfigKey(key string) (VPCConfigKey, error) {
 // entries.
 var kvwNetworkVPCConfigTemplate = kvwatch.MustTemplate("vpc.{vpc}")
 
-// VPCConfig: The configuration of one VPC.
-//
 // VPCConfigEvent is a change of a VPCConfig entry (see kvwatch.Event for
 // ordering and ownership).
+//
+// VPCConfig entries: The configuration of one VPC.
 type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 
 // kvwNetworkVPCConfigKind describes VPCConfig entries to the runtime.
@@ -86,10 +86,10 @@ func ParseRouteKey(key string) (RouteKey, error) {
 // kvwNetworkRouteTemplate is the compiled key template of Route entries.
 var kvwNetworkRouteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
 
-// Route: One route of a VPC's routing table.
-//
 // RouteEvent is a change of a Route entry (see kvwatch.Event for ordering and
 // ownership).
+//
+// Route entries: One route of a VPC's routing table.
 type RouteEvent = kvwatch.Event[RouteKey, Route]
 
 // kvwNetworkRouteKind describes Route entries to the runtime.
@@ -142,11 +142,11 @@ func ParseFirewallRuleKey(key string) (FirewallRuleKey, error) {
 // entries.
 var kvwNetworkFirewallRuleTemplate = kvwatch.MustTemplate("vpc.{vpc}.firewall.{priority:uint}")
 
-// FirewallRule: One firewall rule of a VPC; lower priorities are evaluated
-// first.
-//
 // FirewallRuleEvent is a change of a FirewallRule entry (see kvwatch.Event
 // for ordering and ownership).
+//
+// FirewallRule entries: One firewall rule of a VPC; lower priorities are
+// evaluated first.
 type FirewallRuleEvent = kvwatch.Event[FirewallRuleKey, FirewallRule]
 
 // kvwNetworkFirewallRuleKind describes FirewallRule entries to the runtime.
