@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
 // TestExample runs the example end to end on its embedded server and
@@ -14,7 +16,24 @@ func TestExample(t *testing.T) {
 	if err := run("", &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	text := out.String()
+	checkOutput(t, out.String())
+}
+
+// -server URL runs the same job on an existing server.
+func TestExampleOnExistingServer(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	var out bytes.Buffer
+	if err := run(s.ClientURL(), &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "embedded") {
+		t.Errorf("started an embedded server despite -server:\n%s", out.String())
+	}
+	checkOutput(t, out.String())
+}
+
+func checkOutput(t *testing.T, text string) {
+	t.Helper()
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	if last := lines[len(lines)-1]; last != "consumers on KV_network: 1" {
 		t.Errorf("last line = %q, want %q\n%s", last, "consumers on KV_network: 1", text)
