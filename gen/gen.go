@@ -83,15 +83,12 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 // sharedFile holds the version guard and the value types.
 func sharedFile(s *schema.Schema) *jen.File {
 	f := newFile(s.Package)
-	f.Comment(wrap("This generated code needs version " + fmt.Sprint(GenVersion) + " of the kvwatch runtime API. " +
-		"If the build fails on the next lines, the kvwatchgen that generated this package and the " +
-		"github.com/kvwatchgen/kvwatchgen module in go.mod differ: regenerate with `go tool kvwatchgen` " +
-		"(the generator of the module version you build with), or align the module version with the generator's."))
+	f.Comment(wrap(fmt.Sprintf("This code needs version %d of the generated-code API of the kvwatch runtime. "+
+		"If the build fails on the next lines, the kvwatchgen that generated this package and the "+
+		"github.com/kvwatchgen/kvwatchgen module in go.mod differ; the type in the error names the fix.", GenVersion)))
 	f.Const().Defs(
-		jen.Id("_").Op("=").Add(rt("EnforceVersion")).Call(jen.Lit(GenVersion).Op("-").Add(rt("MinVersion"))).
-			Comment("runtime too new for this code: regenerate"),
-		jen.Id("_").Op("=").Add(rt("EnforceVersion")).Call(rt("MaxVersion").Op("-").Lit(GenVersion)).
-			Comment("runtime too old for this code: upgrade the kvwatchgen module"),
+		jen.Id("_").Op("=").Add(rt("GeneratedCodeTooOld_Regenerate")).Call(jen.Lit(GenVersion).Op("-").Add(rt("MinVersion"))),
+		jen.Id("_").Op("=").Add(rt("RuntimeTooOld_UpgradeModule")).Call(rt("MaxVersion").Op("-").Lit(GenVersion)),
 	)
 	for _, t := range s.Types {
 		f.Line()

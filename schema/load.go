@@ -63,7 +63,11 @@ func (l *loader) schemaFile(root *yaml.Node) *Schema {
 		return s
 	}
 	if n := f["version"]; n != nil {
-		if v, ok := l.scalar(n, "version"); ok && v != "1" {
+		switch v, ok := l.scalar(n, "version"); {
+		case !ok:
+		case v == "1" && n.Tag != "!!int":
+			l.add(pos(n), "version must be the number 1, not the string %q", v)
+		case v != "1":
 			l.add(pos(n), "unsupported version %s: this kvwatchgen reads version 1", strconv.Quote(v))
 		}
 	}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -45,7 +46,7 @@ func (l *loader) template(n *yaml.Node, what string) *Template {
 			continue
 		}
 		if strings.HasPrefix(tok, "{") && strings.HasSuffix(tok, "}") {
-			param := l.param(tok[1:len(tok)-1], what, p)
+			param := l.param(tok[1:len(tok)-1], fmt.Sprintf("%s %q", what, raw), p)
 			if param == nil {
 				continue
 			}

@@ -74,15 +74,18 @@ func (l *loader) structFields(t *Type, n *yaml.Node) []*Field {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolveAlias(n.Content[i+1])
 		f := &Field{JSONName: k.Value, GoName: camelCase(k.Value), Pos: pos(k)}
+		prev := byGoName[f.GoName]
 		switch {
+		case prev != nil && prev.JSONName == f.JSONName:
+			l.add(pos(k), "type %s: field %q appears twice (first at line %d)", t.Name, k.Value, prev.Pos.Line)
+			continue
 		case k.Value == "" || strings.ContainsAny(k.Value, `",`+"`"):
 			l.add(pos(k), "type %s: field name %q cannot be a JSON field name here (empty, or has a quote or comma)", t.Name, k.Value)
 			continue
 		case !isExported(f.GoName):
 			l.add(pos(k), "type %s: field %q does not make a Go field name (%q); start it with a letter", t.Name, k.Value, f.GoName)
 			continue
-		case byGoName[f.GoName] != nil:
-			prev := byGoName[f.GoName]
+		case prev != nil:
 			l.add(pos(k), "type %s: fields %q and %q (line %d) both become the Go field %s; rename one", t.Name, k.Value, prev.JSONName, prev.Pos.Line, f.GoName)
 			continue
 		}

@@ -3,15 +3,27 @@ package kvwatch
 // Version guard between generated code and this runtime, in the manner of
 // protobuf-go's protoimpl.EnforceVersion. Every generated package contains
 //
-//	const _ = kvwatch.EnforceVersion(N - kvwatch.MinVersion)
-//	const _ = kvwatch.EnforceVersion(kvwatch.MaxVersion - N)
+//	const (
+//		_ = kvwatch.GeneratedCodeTooOld_Regenerate(N - kvwatch.MinVersion)
+//		_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - N)
+//	)
 //
-// where N is GenVersion of the generator that wrote it. EnforceVersion is
-// unsigned, so a negative constant does not compile: the build fails in the
-// generated file, whose comment says how to fix it.
+// where N is the GenVersion of the generator that wrote it. Both types are
+// unsigned, so a negative constant does not compile, and the compiler names
+// the type in its message ("constant -1 overflows
+// kvwatch.RuntimeTooOld_UpgradeModule"): the type's name says what to do.
+// The underscores are deliberate: these names are read in build errors.
 
-// EnforceVersion is the type of the version guard constants.
-type EnforceVersion uint
+// GeneratedCodeTooOld_Regenerate is the guard that fails when generated
+// code is older than MinVersion: regenerate it with the kvwatchgen of the
+// module version in go.mod (go tool kvwatchgen).
+type GeneratedCodeTooOld_Regenerate uint
+
+// RuntimeTooOld_UpgradeModule is the guard that fails when generated code
+// is newer than MaxVersion: upgrade github.com/kvwatchgen/kvwatchgen in
+// go.mod to the generator's version (or regenerate with the older
+// generator).
+type RuntimeTooOld_UpgradeModule uint
 
 const (
 	// GenVersion is the version of generated code this runtime was

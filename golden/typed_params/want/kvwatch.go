@@ -4,14 +4,13 @@ package typed
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This generated code needs version 1 of the kvwatch runtime API. If the
-// build fails on the next lines, the kvwatchgen that generated this package
-// and the github.com/kvwatchgen/kvwatchgen module in go.mod differ:
-// regenerate with `go tool kvwatchgen` (the generator of the module version
-// you build with), or align the module version with the generator's.
+// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// If the build fails on the next lines, the kvwatchgen that generated this
+// package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
+// the type in the error names the fix.
 const (
-	_ = kvwatch.EnforceVersion(1 - kvwatch.MinVersion) // runtime too new for this code: regenerate
-	_ = kvwatch.EnforceVersion(kvwatch.MaxVersion - 1) // runtime too old for this code: upgrade the kvwatchgen module
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
 )
 
 // Replica is a value type of the schema.

@@ -1,0 +1,160 @@
+package kvwatchgen_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvwatchgen/kvwatchgen/internal/cli"
+)
+
+// appMain uses the generated package the way a user's program does, so
+// that building it checks the generated API, not only that it compiles.
+const appMain = `package main
+
+import (
+	"context"
+	"fmt"
+
+	"example.com/app/fleetkv"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func watch(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) error {
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{
+		OnRoute: func(ev fleetkv.RouteEvent) { fmt.Println(ev.Key.VPC, ev.Value.CIDR, ev.Op, ev.Initial) },
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if err := w.WaitSynced(ctx); err != nil {
+		return err
+	}
+	_, _ = w.RouteCache().Get(fleetkv.RouteKey{VPC: "a", RouteID: "r1"})
+	_, err = fleetkv.NewNetworkBucket(kv).PutFirewallRule(ctx, fleetkv.FirewallRuleKey{VPC: "a", Priority: 1}, fleetkv.FirewallRule{})
+	return err
+}
+
+func main() { _ = watch }
+`
+
+// TestGeneratedModule generates the example schema into a fresh module that
+// depends on this one, builds and vets it with the go command, then builds
+// it against runtimes that are too old and too new, where the version
+// guard must stop the build with a message naming the fix.
+func TestGeneratedModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds modules with the go command")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := t.TempDir()
+	schema, err := os.ReadFile("examples/fleet/fleetkv/kvwatch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(app, "fleetkv", "kvwatch.yaml"), string(schema))
+	var stderr bytes.Buffer
+	if code := cli.Run([]string{"-schema", filepath.Join(app, "fleetkv", "kvwatch.yaml")}, &stderr, &stderr); code != 0 {
+		t.Fatalf("kvwatchgen: exit %d: %s", code, stderr.String())
+	}
+	writeFile(t, filepath.Join(app, "main.go"), appMain)
+
+	useModule := func(dir string) {
+		writeFile(t, filepath.Join(app, "go.mod"), "module example.com/app\n\ngo 1.26\n\n"+
+			"require github.com/kvwatchgen/kvwatchgen v0.0.0\n\nreplace github.com/kvwatchgen/kvwatchgen => "+dir+"\n")
+		copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(app, "go.sum"))
+	}
+	goCmd := func(args ...string) (string, error) {
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir = app
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	useModule(root)
+	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
+		if out, err := goCmd(args...); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
+	for _, c := range []struct {
+		name, min, max, want string
+	}{
+		{"runtime too old", "1", "0", "constant -1 overflows kvwatch.RuntimeTooOld_UpgradeModule"},
+		{"runtime too new", "2", "2", "constant -1 overflows kvwatch.GeneratedCodeTooOld_Regenerate"},
+	} {
+		useModule(fakeRuntime(t, root, c.min, c.max))
+		out, err := goCmd("build", "./...")
+		if err == nil {
+			t.Errorf("%s: the build succeeded", c.name)
+			continue
+		}
+		if !strings.Contains(out, c.want) || !strings.Contains(out, "fleetkv/kvwatch.go") {
+			t.Errorf("%s: the build failed, but not with the guard naming the fix (%s):\n%s", c.name, c.want, out)
+		}
+	}
+}
+
+// fakeRuntime copies this module's runtime package into a new module with
+// other supported versions.
+func fakeRuntime(t *testing.T, root, min, max string) string {
+	t.Helper()
+	dir := t.TempDir()
+	copyFile(t, filepath.Join(root, "go.mod"), filepath.Join(dir, "go.mod"))
+	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
+	src := filepath.Join(root, "runtime", "kvwatch")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dir, "runtime", "kvwatch", e.Name()))
+	}
+	version := filepath.Join(dir, "runtime", "kvwatch", "version.go")
+	b, err := os.ReadFile(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "MinVersion = 1", "MinVersion = "+min, 1)
+	text = strings.Replace(text, "MaxVersion = 1", "MaxVersion = "+max, 1)
+	if text == string(b) {
+		t.Fatal("version.go no longer declares MinVersion = 1 / MaxVersion = 1; update this test")
+	}
+	writeFile(t, version, text)
+	return dir
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, to, string(b))
+}
