@@ -21,6 +21,7 @@ func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
 	emitScopes(f, b)
 	emitHandlers(f, b)
 	emitWatcher(f, b)
+	emitCheckpoint(f, b)
 	emitClient(f, b)
 	return f
 }
@@ -153,14 +154,18 @@ func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 	f.Type().Id(n.Event).Op("=").Add(rt("Event")).Types(jen.Id(n.Key), value)
 	f.Line()
 	f.Comment(wrap(fmt.Sprintf("%s describes %s entries to the runtime.", n.KindVar, k.GoName)))
-	f.Var().Id(n.KindVar).Op("=").Add(rt("Kind")).Types(jen.Id(n.Key), value).Values(jen.Dict{
+	fields := jen.Dict{
 		jen.Id("Name"):      jen.Lit(k.GoName),
 		jen.Id("Bucket"):    jen.Lit(b.Name),
 		jen.Id("Template"):  jen.Lit(k.Template.Raw),
 		jen.Id("ParseKey"):  jen.Id(n.Parse),
 		jen.Id("FormatKey"): jen.Id(n.Key).Dot("String"),
 		jen.Id("Codec"):     codec(k),
-	})
+	}
+	if clone := kindClone(k); clone != nil {
+		fields[jen.Id("Clone")] = clone
+	}
+	f.Var().Id(n.KindVar).Op("=").Add(rt("Kind")).Types(jen.Id(n.Key), value).Values(fields)
 	f.Line()
 }
 

@@ -93,6 +93,8 @@ func sharedFile(s *schema.Schema) *jen.File {
 	for _, t := range s.Types {
 		f.Line()
 		emitStruct(f, t)
+		f.Line()
+		emitClone(f, t)
 	}
 	return f
 }

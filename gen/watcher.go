@@ -42,8 +42,8 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 	})
 	f.Line()
 
-	f.Comment("runtimeScopes converts s for the runtime.")
-	f.Func().Params(jen.Id("s").Id(n.Scopes)).Id("runtimeScopes").Params().Add(rt("Scopes")).BlockFunc(func(g *jen.Group) {
+	f.Comment(wrap("KVWatchScopes converts s for the runtime; with it a cache lists by scope (kvwatch.Cache.In)."))
+	f.Func().Params(jen.Id("s").Id(n.Scopes)).Id("KVWatchScopes").Params().Add(rt("Scopes")).BlockFunc(func(g *jen.Group) {
 		g.Id("out").Op(":=").Add(rt("Scopes")).Values(jen.Dict{jen.Id("All"): jen.Id("s").Dot("All")})
 		for i, s := range b.Scopes {
 			value := func(params ...jen.Code) jen.Code {
@@ -170,7 +170,7 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 			rt("OnError").Call(jen.Id("h").Dot("OnError")),
 		), jen.Id("opts").Op("..."))
 		g.List(jen.Id("w"), jen.Err()).Op(":=").Add(rt("Start")).Call(
-			jen.Id("ctx"), jen.Id("js"), jen.Op("&").Id(n.Spec), jen.Id("scopes").Dot("runtimeScopes").Call(),
+			jen.Id("ctx"), jen.Id("js"), jen.Op("&").Id(n.Spec), jen.Id("scopes").Dot("KVWatchScopes").Call(),
 			jen.Index().Add(rt("AnyBinding")).Values(bindings...), jen.Id("opts").Op("..."),
 		)
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))

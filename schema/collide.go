@@ -79,6 +79,7 @@ func (l *loader) assignNames(s *Schema) {
 	pkg := l.namespace("the package")
 	for _, t := range s.Types {
 		pkg.add(t.Name, fmt.Sprintf("type %s", t.Name), t.Pos)
+		pkg.add("kvwClone"+t.Name, fmt.Sprintf("type %s", t.Name), t.Pos)
 	}
 	defer l.reportCollisions()
 	files := l.namespace("the output folder")
@@ -88,13 +89,13 @@ func (l *loader) assignNames(s *Schema) {
 		what := fmt.Sprintf("bucket %s", b.Name)
 		b.Names = BucketNames{
 			Scopes: g + "Scopes", Handlers: g + "Handlers", Watcher: g + "Watcher", Watch: "Watch" + g,
-			Client: g + "Bucket", NewClient: "New" + g + "Bucket", Spec: "kvw" + g + "Spec",
+			Client: g + "Bucket", NewClient: "New" + g + "Bucket", Checkpoint: g + "Checkpoint", Spec: "kvw" + g + "Spec",
 			File: strings.ToLower(b.Name) + ".kvwatch.go",
 		}
 		// Lower case: buckets "Net" and "net" are distinct in NATS but would
 		// write the same file on case-insensitive file systems.
 		files.add(b.Names.File, what, b.Pos)
-		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.Spec} {
+		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.Checkpoint, b.Names.Spec} {
 			pkg.add(name, what, b.Pos)
 		}
 		handlers := l.namespace("struct " + b.Names.Handlers)
@@ -102,6 +103,10 @@ func (l *loader) assignNames(s *Schema) {
 		handlers.add("OnError", "the error handler", b.Pos)
 		client := l.namespace("type " + b.Names.Client)
 		client.add("KeyValue", "its KeyValue method", b.Pos)
+		checkpoint := l.namespace("struct " + b.Names.Checkpoint)
+		checkpoint.add("Revision", "the checkpoint's revision", b.Pos)
+		checkpoint.add("Filters", "the checkpoint's filters", b.Pos)
+		checkpoint.add("Resume", "its Resume method", b.Pos)
 		for _, k := range b.Kinds {
 			n := k.GoName
 			k.Names = KindNames{
@@ -114,6 +119,7 @@ func (l *loader) assignNames(s *Schema) {
 				pkg.add(name, kwhat, k.Pos)
 			}
 			handlers.add(k.Names.Handler, kwhat, k.Pos)
+			checkpoint.add(k.GoName, kwhat, k.Pos)
 			for _, name := range []string{k.Names.Put, k.Names.Get, k.Names.Delete} {
 				client.add(name, kwhat, k.Pos)
 			}
@@ -125,6 +131,7 @@ func (l *loader) assignNames(s *Schema) {
 		}
 		scopes := l.namespace("struct " + b.Names.Scopes)
 		scopes.add("All", "the whole-bucket switch", b.Pos)
+		scopes.add("KVWatchScopes", "its KVWatchScopes method", b.Pos)
 		for _, sc := range b.Scopes {
 			swhat := fmt.Sprintf("scope %s", sc.GoName)
 			scopes.add(sc.GoName, swhat, sc.Pos)

@@ -30,14 +30,15 @@ type Bucket struct {
 
 // BucketNames are the package-level Go names generated for a bucket.
 type BucketNames struct {
-	Scopes    string // NetworkScopes: what a watcher watches
-	Handlers  string // NetworkHandlers: the event handlers
-	Watcher   string // NetworkWatcher: the typed watcher
-	Watch     string // WatchNetwork: starts a watcher
-	Client    string // NetworkBucket: typed reads and writes
-	NewClient string // NewNetworkBucket
-	Spec      string // kvwNetworkSpec: the runtime's bucket description
-	File      string // network.kvwatch.go: the generated file
+	Scopes     string // NetworkScopes: what a watcher watches
+	Handlers   string // NetworkHandlers: the event handlers
+	Watcher    string // NetworkWatcher: the typed watcher
+	Watch      string // WatchNetwork: starts a watcher
+	Client     string // NetworkBucket: typed reads and writes
+	NewClient  string // NewNetworkBucket
+	Checkpoint string // NetworkCheckpoint: a watcher's state, to resume from
+	Spec       string // kvwNetworkSpec: the runtime's bucket description
+	File       string // network.kvwatch.go: the generated file
 }
 
 // Kind is one kind of entry of a bucket.

@@ -1,7 +1,9 @@
 package kvwatch
 
 import (
-	"maps"
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,67 +15,159 @@ type Item[V any] struct {
 	Created  time.Time
 }
 
+// Entry is an Item with its key, as listed by a Cache or kept in a
+// checkpoint. It encodes to JSON when K and V do.
+type Entry[K comparable, V any] struct {
+	Key      K         `json:"key"`
+	Value    V         `json:"value"`
+	Revision uint64    `json:"revision"`
+	Created  time.Time `json:"created"`
+}
+
+// cacheItem is an Item with its raw key, for sorting and scope matching.
+type cacheItem[V any] struct {
+	Item[V]
+	key string
+}
+
+// state is what a watcher's caches share: one lock, so that a checkpoint
+// sees every cache at one revision, and the revision itself.
+type state struct {
+	mu sync.RWMutex
+	// revision is the last revision applied in stream order; every entry
+	// up to it is reflected in the caches. Guarded by mu.
+	revision uint64
+}
+
+// ScopeSet is a set of scope values; the generated Scopes types implement
+// it.
+type ScopeSet interface {
+	KVWatchScopes() Scopes
+}
+
+// scopePrefixer turns scope values into key prefixes; the watcher is one.
+type scopePrefixer interface {
+	keyPrefixes(Scopes) ([]string, error)
+}
+
 // Cache is the read-only, materialized view of one kind of entry within a
 // watcher's scopes, like a Kubernetes lister. The watcher updates it before
 // calling the handler for the same event, and it is exact (every key in
 // scope with its current value) once the watcher is synced.
 //
-// Reads are safe from any goroutine and hold a read lock only for the
-// copy they make. Values are shared with events: treat them as read-only.
+// Reads are safe from any goroutine. They hold the watcher's read lock only
+// while they copy, and every value they return is a deep copy: callers own
+// it and may modify it without touching the cache.
 type Cache[K comparable, V any] struct {
-	mu    sync.RWMutex
-	items map[K]Item[V]
+	kind   *Kind[K, V]
+	st     *state
+	scopes scopePrefixer
+	items  map[K]cacheItem[V] // guarded by st.mu
 }
 
-func newCache[K comparable, V any]() *Cache[K, V] {
-	return &Cache[K, V]{items: make(map[K]Item[V])}
+func newCache[K comparable, V any](kind *Kind[K, V]) *Cache[K, V] {
+	return &Cache[K, V]{kind: kind, st: &state{}, items: make(map[K]cacheItem[V])}
 }
 
-// Get returns the current value of key.
+// Get returns (a copy of) the current value of key.
 func (c *Cache[K, V]) Get(key K) (V, bool) {
-	c.mu.RLock()
-	it, ok := c.items[key]
-	c.mu.RUnlock()
+	it, ok := c.GetItem(key)
 	return it.Value, ok
 }
 
-// GetItem returns the current value of key with its revision.
+// GetItem returns (a copy of) the current value of key with its revision.
 func (c *Cache[K, V]) GetItem(key K) (Item[V], bool) {
-	c.mu.RLock()
+	c.st.mu.RLock()
 	it, ok := c.items[key]
-	c.mu.RUnlock()
-	return it, ok
+	c.st.mu.RUnlock()
+	if !ok {
+		return Item[V]{}, false
+	}
+	it.Value = c.kind.clone(it.Value)
+	return it.Item, true
 }
 
 // Len returns the number of cached keys.
 func (c *Cache[K, V]) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.st.mu.RLock()
+	defer c.st.mu.RUnlock()
 	return len(c.items)
 }
 
-// Snapshot returns a copy of the cache: a map the caller owns (its values
-// are still shared and read-only).
-func (c *Cache[K, V]) Snapshot() map[K]Item[V] {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return maps.Clone(c.items)
+// List returns (copies of) every entry, sorted by key.
+func (c *Cache[K, V]) List() []Entry[K, V] {
+	return c.ListFunc(nil)
 }
 
-// put stores it under key and returns the value it replaced.
-func (c *Cache[K, V]) put(key K, it Item[V]) (prev V, had bool) {
-	c.mu.Lock()
-	old, had := c.items[key]
-	c.items[key] = it
-	c.mu.Unlock()
-	return old.Value, had
+// ListFunc returns (copies of) the entries whose key satisfies match,
+// sorted by key: a list by partial key, such as
+// func(k RouteKey) bool { return k.VPC == "blue" }. match runs under the
+// read lock: keep it short and do not call the cache from it.
+func (c *Cache[K, V]) ListFunc(match func(K) bool) []Entry[K, V] {
+	c.st.mu.RLock()
+	list := c.listLocked(func(k K, _ string) bool { return match == nil || match(k) })
+	c.st.mu.RUnlock()
+	return c.cloneAll(list)
 }
 
-// delete removes key and returns its last value.
-func (c *Cache[K, V]) delete(key K) (prev V, had bool) {
-	c.mu.Lock()
-	old, had := c.items[key]
-	delete(c.items, key)
-	c.mu.Unlock()
-	return old.Value, had
+// In returns (copies of) the entries under the given scope values, sorted
+// by key: a list by scope, such as
+// w.RouteCache().In(fleetkv.NetworkScopes{VPC: []string{"blue"}}). The
+// values are checked like a watcher's (*ScopeError).
+func (c *Cache[K, V]) In(scopes ScopeSet) ([]Entry[K, V], error) {
+	if c.scopes == nil {
+		return nil, nil // not attached to a watcher: nothing in any scope
+	}
+	s := scopes.KVWatchScopes()
+	prefixes, err := c.scopes.keyPrefixes(s)
+	if err != nil {
+		return nil, err
+	}
+	c.st.mu.RLock()
+	list := c.listLocked(func(_ K, key string) bool { return s.All || hasKeyPrefix(key, prefixes) })
+	c.st.mu.RUnlock()
+	return c.cloneAll(list), nil
+}
+
+// hasKeyPrefix reports whether key is one of prefixes or lies under one
+// (prefix + ".").
+func hasKeyPrefix(key string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if key == p || (len(key) > len(p) && key[len(p)] == '.' && strings.HasPrefix(key, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// listLocked returns the entries that satisfy match (given the typed and
+// the raw key; all when match is nil), sorted by raw key, sharing values
+// with the cache. The caller holds the lock.
+func (c *Cache[K, V]) listLocked(match func(K, string) bool) []Entry[K, V] {
+	type keyed struct {
+		key   string
+		entry Entry[K, V]
+	}
+	sorted := make([]keyed, 0, len(c.items))
+	for k, it := range c.items {
+		if match == nil || match(k, it.key) {
+			sorted = append(sorted, keyed{it.key, Entry[K, V]{Key: k, Value: it.Value, Revision: it.Revision, Created: it.Created}})
+		}
+	}
+	slices.SortFunc(sorted, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	list := make([]Entry[K, V], len(sorted))
+	for i, s := range sorted {
+		list[i] = s.entry
+	}
+	return list
+}
+
+// cloneAll deep-copies the values of list in place, outside the lock.
+func (c *Cache[K, V]) cloneAll(list []Entry[K, V]) []Entry[K, V] {
+	if c.kind.Clone != nil {
+		for i := range list {
+			list[i].Value = c.kind.Clone(list[i].Value)
+		}
+	}
+	return list
 }

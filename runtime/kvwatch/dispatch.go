@@ -7,31 +7,35 @@ import (
 )
 
 // dispatcher is the part of a watcher the event goroutine uses to deliver:
-// handler calls with panic recovery, error reports and counters. Only the
-// event goroutine calls its methods; the counters are read concurrently.
+// handler calls with panic recovery, and error reports. Only the event
+// goroutine calls its methods.
 type dispatcher struct {
 	cfg   *config
 	stats *counters
 }
 
-// counters are the watcher's statistics, updated by the event goroutine
+// counters are the watcher-wide statistics, updated by the event goroutine
 // and read by Stats from any goroutine.
 type counters struct {
-	puts, deletes, purges atomic.Uint64
-	dataErrors            atomic.Uint64
-	unknownKeys           atomic.Uint64
-	handlerPanics         atomic.Uint64
-	lastRevision          atomic.Uint64
+	unknownKeys    atomic.Uint64
+	handlerPanics  atomic.Uint64
+	consumerResets atomic.Uint64
+	pending        atomic.Uint64
 }
 
-func (d *dispatcher) counted(kind string, op Op) {
+// kindCounters are the statistics of one kind.
+type kindCounters struct {
+	puts, deletes, purges, dataErrors atomic.Uint64
+}
+
+func (k *kindCounters) count(op Op) {
 	switch op {
 	case OpPut:
-		d.stats.puts.Add(1)
+		k.puts.Add(1)
 	case OpDelete:
-		d.stats.deletes.Add(1)
+		k.deletes.Add(1)
 	case OpPurge:
-		d.stats.purges.Add(1)
+		k.purges.Add(1)
 	}
 }
 
@@ -48,11 +52,8 @@ func (d *dispatcher) call(kind string, e *rawEntry, handler func()) {
 
 // reportData reports an entry that could not be typed.
 func (d *dispatcher) reportData(err error) {
-	switch err.(type) {
-	case *UnknownKeyError:
+	if _, ok := err.(*UnknownKeyError); ok {
 		d.stats.unknownKeys.Add(1)
-	default:
-		d.stats.dataErrors.Add(1)
 	}
 	d.report(err)
 }

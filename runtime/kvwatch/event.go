@@ -35,9 +35,8 @@ func (o Op) String() string {
 // live changes in stream (revision) order across all kinds of the watcher.
 // The watcher's cache already reflects an event when its handler runs.
 //
-// Value and Prev are shared with the cache and with other handlers: treat
-// them as read-only (like objects from a Kubernetes lister). Copy before
-// modifying.
+// The handler owns Value and Prev: the cache keeps its own copy of Value,
+// and Prev is no longer in the cache, so a handler may keep or modify them.
 type Event[K comparable, V any] struct {
 	// Op is what happened: OpPut, OpDelete or OpPurge.
 	Op Op
@@ -58,6 +57,12 @@ type Event[K comparable, V any] struct {
 	// Initial is set for events that bring the watcher to its synced
 	// state; live changes after sync have it unset.
 	Initial bool
+	// FinalStateUnknown is set on an OpDelete for a key a resumed watcher
+	// had in its checkpoint but that no longer exists, when the stream
+	// can no longer say how it went (Kubernetes' DeletedFinalStateUnknown):
+	// Prev is the last value the watcher knew, Revision the one it
+	// synced at.
+	FinalStateUnknown bool
 }
 
 // itoa formats u without importing strconv into every file that needs it.

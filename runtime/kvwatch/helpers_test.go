@@ -55,9 +55,11 @@ type vpcConfig struct {
 }
 
 var (
-	routeKind = kvwatch.Kind[routeKey, route]{Name: "Route", Template: routeTemplate.String(), ParseKey: parseRouteKey, Codec: kvwatch.JSON[route]{}}
-	vpcKind   = kvwatch.Kind[vpcKey, vpcConfig]{Name: "VPCConfig", Template: vpcTemplate.String(), ParseKey: parseVPCKey, Codec: kvwatch.JSON[vpcConfig]{}}
-	network   = kvwatch.BucketSpec{Bucket: "network", Scopes: []kvwatch.ScopeSpec{
+	routeKind = kvwatch.Kind[routeKey, route]{Name: "Route", Template: routeTemplate.String(),
+		ParseKey: parseRouteKey, FormatKey: routeKey.String, Codec: kvwatch.JSON[route]{}}
+	vpcKind = kvwatch.Kind[vpcKey, vpcConfig]{Name: "VPCConfig", Template: vpcTemplate.String(),
+		ParseKey: parseVPCKey, FormatKey: vpcKey.String, Codec: kvwatch.JSON[vpcConfig]{}}
+	network = kvwatch.BucketSpec{Bucket: "network", Scopes: []kvwatch.ScopeSpec{
 		{Name: "VPC", Prefix: "vpc.{vpc}"},
 		{Name: "Route", Prefix: "vpc.{vpc}.route.{route_id}"},
 	}}

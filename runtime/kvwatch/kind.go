@@ -22,6 +22,17 @@ type Kind[K comparable, V any] struct {
 	FormatKey func(K) string
 	// Codec converts values.
 	Codec Codec[V]
+	// Clone returns a deep copy of a value: one that shares no slice, map
+	// or pointer with it. Nil means V holds none (a plain copy is deep).
+	Clone func(V) V
+}
+
+// clone deep-copies v when V needs it.
+func (k *Kind[K, V]) clone(v V) V {
+	if k.Clone == nil {
+		return v
+	}
+	return k.Clone(v)
 }
 
 // Binding attaches a Kind to one watcher: the handler that receives its
@@ -31,12 +42,16 @@ type Binding[K comparable, V any] struct {
 	kind    *Kind[K, V]
 	handler func(Event[K, V])
 	cache   *Cache[K, V]
+	stats   kindCounters
+	// unseen holds, while a resumed watcher re-lists, the restored keys
+	// no entry has confirmed yet; those left at sync are gone.
+	unseen map[K]struct{}
 }
 
 // Bind creates a Binding of kind with handler, which may be nil: the
 // cache is kept either way.
 func Bind[K comparable, V any](kind *Kind[K, V], handler func(Event[K, V])) *Binding[K, V] {
-	return &Binding[K, V]{kind: kind, handler: handler, cache: newCache[K, V]()}
+	return &Binding[K, V]{kind: kind, handler: handler, cache: newCache(kind)}
 }
 
 // Cache returns the binding's read-only cache.
@@ -47,11 +62,36 @@ func (b *Binding[K, V]) Cache() *Cache[K, V] { return b.cache }
 type AnyBinding interface {
 	kindName() string
 	keyTemplate() string
-	apply(d *dispatcher, e *rawEntry)
+	check() error
+	counters() *kindCounters
+	attach(w *Watcher)
+	apply(w *Watcher, e *rawEntry)
+	restore(entries any, inScope func(string) bool) (n int, oldest uint64, err error)
+	entriesLocked() any
+	cloneEntries(entries any) any
+	lenLocked() int
+	beginRelist()
+	endRelist(w *Watcher, revision uint64)
 }
 
-func (b *Binding[K, V]) kindName() string    { return b.kind.Name }
-func (b *Binding[K, V]) keyTemplate() string { return b.kind.Template }
+func (b *Binding[K, V]) kindName() string        { return b.kind.Name }
+func (b *Binding[K, V]) keyTemplate() string     { return b.kind.Template }
+func (b *Binding[K, V]) counters() *kindCounters { return &b.stats }
+
+// check reports a Kind missing what the runtime calls.
+func (b *Binding[K, V]) check() error {
+	k := b.kind
+	if k.ParseKey == nil || k.FormatKey == nil || k.Codec == nil {
+		return fmt.Errorf("kvwatch: kind %s needs ParseKey, FormatKey and Codec", k.Name)
+	}
+	return nil
+}
+
+// attach makes the binding's cache share the watcher's state lock.
+func (b *Binding[K, V]) attach(w *Watcher) {
+	b.cache.st = &w.state
+	b.cache.scopes = w
+}
 
 // rawEntry is one KV record as read from the stream, before typing.
 type rawEntry struct {
@@ -61,43 +101,165 @@ type rawEntry struct {
 	revision uint64
 	created  time.Time
 	initial  bool
+	// ordered is set for entries read in stream order (from the
+	// consumer): applying one advances the watcher's revision.
+	ordered bool
 }
 
 // apply types e, updates the cache and calls the handler. Entries that
-// cannot be typed are reported through d and skipped.
-func (b *Binding[K, V]) apply(d *dispatcher, e *rawEntry) {
+// cannot be typed are reported and skipped.
+//
+// Ownership: the handler owns ev.Value (the cache keeps its own copy) and
+// ev.Prev (no longer in the cache), so nothing a handler does can change
+// the cache.
+func (b *Binding[K, V]) apply(w *Watcher, e *rawEntry) {
 	key, err := b.kind.ParseKey(e.key)
 	if err != nil {
-		d.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
+		w.commitRevision(e)
+		b.stats.dataErrors.Add(1)
+		w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
 		return
 	}
 	ev := Event[K, V]{Op: e.op, Key: key, Revision: e.revision, Created: e.created, Initial: e.initial}
+	var stored Item[V]
 	if e.op == OpPut {
 		v, err := b.kind.Codec.Decode(e.value)
 		if err != nil {
-			b.cache.delete(key)
-			d.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
+			w.state.mu.Lock()
+			delete(b.cache.items, key)
+			delete(b.unseen, key)
+			w.commitRevisionLocked(e)
+			w.state.mu.Unlock()
+			b.stats.dataErrors.Add(1)
+			w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
 			return
 		}
 		ev.Value = v
-		ev.Prev, ev.HasPrev = b.cache.put(key, Item[V]{Value: v, Revision: e.revision, Created: e.created})
-	} else {
-		ev.Prev, ev.HasPrev = b.cache.delete(key)
-		if e.initial && !ev.HasPrev {
-			return // not part of the state being listed: nothing to tell
+		copied, err := b.safeClone(v)
+		if err != nil {
+			b.stats.dataErrors.Add(1)
+			w.commitRevision(e)
+			w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
+			return
 		}
+		stored = Item[V]{Value: copied, Revision: e.revision, Created: e.created}
 	}
-	d.counted(b.kind.Name, e.op)
-	if b.handler == nil {
+
+	w.state.mu.Lock()
+	old, had := b.cache.items[key]
+	_, restoredUnseen := b.unseen[key]
+	delete(b.unseen, key)
+	unchanged := e.op == OpPut && had && restoredUnseen && old.Revision == e.revision
+	switch {
+	case unchanged:
+		// A resumed watcher re-listing finds a restored entry as it was:
+		// nothing happened to it, nothing to tell.
+	case e.op == OpPut:
+		b.cache.items[key] = cacheItem[V]{Item: stored, key: e.key}
+	default:
+		delete(b.cache.items, key)
+	}
+	w.commitRevisionLocked(e)
+	w.state.mu.Unlock()
+
+	if unchanged || (e.op != OpPut && e.initial && !had) {
+		return // nothing changed, or a delete of a key the state never had
+	}
+	ev.Prev, ev.HasPrev = old.Value, had
+	b.stats.count(e.op)
+	if b.handler != nil {
+		w.disp.call(b.kind.Name, e, func() { b.handler(ev) })
+	}
+}
+
+// safeClone deep-copies v for the cache; a copy function that panics (an
+// external type that does not round-trip) makes the entry a data error
+// instead of ending the watch.
+func (b *Binding[K, V]) safeClone(v V) (out V, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("copying the value for the cache: %v", p)
+		}
+	}()
+	return b.kind.clone(v), nil
+}
+
+// restore fills the cache from a checkpoint's entries (a []Entry[K, V]),
+// dropping those outside the watcher's scopes, and returns how many it
+// kept and the oldest revision among them. The cache takes ownership of
+// the values.
+func (b *Binding[K, V]) restore(entries any, inScope func(string) bool) (n int, oldest uint64, err error) {
+	list, ok := entries.([]Entry[K, V])
+	if !ok && entries != nil {
+		return 0, 0, fmt.Errorf("kvwatch: resume: entries for kind %s are %T, want []Entry of its key and value", b.kind.Name, entries)
+	}
+	for _, e := range list {
+		raw := b.kind.FormatKey(e.Key)
+		if !inScope(raw) {
+			continue
+		}
+		b.cache.items[e.Key] = cacheItem[V]{Item: Item[V]{Value: e.Value, Revision: e.Revision, Created: e.Created}, key: raw}
+		if n == 0 || e.Revision < oldest {
+			oldest = e.Revision
+		}
+		n++
+	}
+	return n, oldest, nil
+}
+
+// entriesLocked returns the cache's entries as a []Entry[K, V], sorted by
+// key. The caller holds the state lock.
+func (b *Binding[K, V]) entriesLocked() any { return b.cache.listLocked(nil) }
+
+// cloneEntries deep-copies the values of entriesLocked's result, outside
+// the lock (cached values are never modified, only replaced).
+func (b *Binding[K, V]) cloneEntries(entries any) any {
+	return b.cache.cloneAll(entries.([]Entry[K, V]))
+}
+
+// lenLocked returns the cache size; the caller holds the state lock.
+func (b *Binding[K, V]) lenLocked() int { return len(b.cache.items) }
+
+// beginRelist marks every cached key unseen.
+func (b *Binding[K, V]) beginRelist() {
+	b.unseen = make(map[K]struct{}, len(b.cache.items))
+	for k := range b.cache.items {
+		b.unseen[k] = struct{}{}
+	}
+}
+
+// endRelist delivers a delete, with its final state unknown, for every
+// restored key the re-list did not find: it vanished while the watcher was
+// away, and the stream no longer says how.
+func (b *Binding[K, V]) endRelist(w *Watcher, revision uint64) {
+	if b.unseen == nil {
 		return
 	}
-	d.call(b.kind.Name, e, func() { b.handler(ev) })
+	w.state.mu.Lock()
+	gone := b.cache.listLocked(func(k K, _ string) bool { _, ok := b.unseen[k]; return ok })
+	for _, e := range gone {
+		delete(b.cache.items, e.Key)
+	}
+	b.unseen = nil
+	w.state.mu.Unlock()
+	for _, e := range gone {
+		ev := Event[K, V]{Op: OpDelete, Key: e.Key, Prev: e.Value, HasPrev: true, Revision: revision,
+			Initial: true, FinalStateUnknown: true}
+		b.stats.count(OpDelete)
+		if b.handler != nil {
+			raw := &rawEntry{key: b.kind.FormatKey(e.Key), revision: revision}
+			w.disp.call(b.kind.Name, raw, func() { b.handler(ev) })
+		}
+	}
 }
 
 // checkBindings compiles the templates of the bindings, in order.
 func checkBindings(bindings []AnyBinding) ([]*Template, error) {
 	out := make([]*Template, len(bindings))
 	for i, b := range bindings {
+		if err := b.check(); err != nil {
+			return nil, err
+		}
 		t, err := CompileTemplate(b.keyTemplate())
 		if err != nil {
 			return nil, fmt.Errorf("kvwatch: kind %s: %w", b.kindName(), err)

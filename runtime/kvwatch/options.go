@@ -16,6 +16,7 @@ type config struct {
 	heartbeat         time.Duration
 	inactiveThreshold time.Duration
 	requestTimeout    time.Duration
+	resume            *resumeFrom
 }
 
 func defaultConfig() config {

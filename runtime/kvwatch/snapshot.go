@@ -37,6 +37,7 @@ const (
 	pathDirect        = "direct-get"
 	pathDirectListing = "direct-get-listing"
 	pathConsumer      = "consumer"
+	pathResume        = "resume"
 )
 
 // snapshot reads the current entry of every key in the filters without a
@@ -140,6 +141,7 @@ func (w *Watcher) snapshotByListing(ctx context.Context, dg *directGetter, strea
 // deliverSnapshotMsg delivers one entry of the initial state. Deletes and
 // purges are the absence of a key: nothing to deliver.
 func (w *Watcher) deliverSnapshotMsg(msg *nats.Msg) error {
+	w.stats.pending.Store(headerUint(msg, "Nats-Num-Pending"))
 	e, ok := w.directEntry(msg)
 	if !ok || e.op != OpPut {
 		return nil
@@ -156,13 +158,4 @@ func (w *Watcher) lastSeq(ctx context.Context, stream jetstream.Stream) (uint64,
 		return 0, w.streamErr(err)
 	}
 	return info.State.LastSeq, nil
-}
-
-// streamErr wraps an error of a stream request, mapping a missing stream
-// to ErrBucketNotFound.
-func (w *Watcher) streamErr(err error) error {
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%w: %s (stream %s)", ErrBucketNotFound, w.spec.Bucket, w.stream)
-	}
-	return fmt.Errorf("kvwatch: bucket %s: %w", w.spec.Bucket, err)
 }

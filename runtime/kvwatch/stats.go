@@ -2,16 +2,26 @@ package kvwatch
 
 // Stats is a point-in-time snapshot of a watcher's counters.
 type Stats struct {
-	// Puts, Deletes and Purges count events delivered (or, for kinds
-	// without a handler, applied to the cache).
+	// Kinds holds the counters of each kind, by kind name.
+	Kinds map[string]KindStats
+	// Puts, Deletes and Purges are the sums over Kinds of the events
+	// delivered (applied to the cache, when a kind has no handler).
 	Puts, Deletes, Purges uint64
 	// DataErrors counts entries skipped because a value did not decode or
-	// a key did not parse; UnknownKeys those whose key matches no
-	// template; HandlerPanics the handler panics recovered.
+	// a key did not parse (sum over Kinds); UnknownKeys those whose key
+	// matches no template; HandlerPanics the handler panics recovered.
 	DataErrors, UnknownKeys, HandlerPanics uint64
-	// LastRevision is the revision of the last entry applied from the
-	// stream: everything up to it has been seen.
+	// ConsumerResets counts how often the consumer was recreated after a
+	// lost heartbeat, a reconnect or a server restart.
+	ConsumerResets uint64
+	// LastRevision is the revision of the last entry applied in stream
+	// order: every change up to it is in the caches. A checkpoint taken
+	// now would resume from it.
 	LastRevision uint64
+	// Pending is how much is known to be waiting: during the initial read,
+	// entries not yet delivered (progress); afterwards, messages on the
+	// server the watcher has not received yet (lag behind the stream).
+	Pending uint64
 	// Synced reports whether the initial state has been delivered.
 	Synced bool
 	// Filters is the number of subject filters on the watcher's consumer.
@@ -19,24 +29,51 @@ type Stats struct {
 	// InitialState is how the initial state was read: "direct-get" (one
 	// batched read without a consumer), "direct-get-listing" (more than
 	// 1,024 keys: listed, then read in chunks), "consumer" (the stream
-	// does not allow direct get), or "" (not read yet, or nothing to
-	// watch).
+	// does not allow direct get), "resume" (the delta after a checkpoint),
+	// or "" (not read yet, or nothing to watch).
 	InitialState string
+	// Resume is how a watcher started from a checkpoint caught up: "delta"
+	// (only the changes after the checkpoint's revision), "relist" (the
+	// stream could no longer prove that delta complete: the state was
+	// re-read, changes delivered, vanished keys deleted with
+	// FinalStateUnknown), or "" (not resumed).
+	Resume string
+}
+
+// KindStats are the counters of one kind.
+type KindStats struct {
+	Puts, Deletes, Purges, DataErrors uint64
+	// Cached is the number of entries in the kind's cache.
+	Cached int
 }
 
 // Stats returns the watcher's counters. It is safe to call from any
 // goroutine, including handlers.
 func (w *Watcher) Stats() Stats {
-	return Stats{
-		Puts:          w.stats.puts.Load(),
-		Deletes:       w.stats.deletes.Load(),
-		Purges:        w.stats.purges.Load(),
-		DataErrors:    w.stats.dataErrors.Load(),
-		UnknownKeys:   w.stats.unknownKeys.Load(),
-		HandlerPanics: w.stats.handlerPanics.Load(),
-		LastRevision:  w.stats.lastRevision.Load(),
-		Synced:        w.isSynced(),
-		Filters:       len(w.filters),
-		InitialState:  w.initialState(),
+	s := Stats{
+		Kinds:          make(map[string]KindStats, len(w.bindings)),
+		UnknownKeys:    w.stats.unknownKeys.Load(),
+		HandlerPanics:  w.stats.handlerPanics.Load(),
+		ConsumerResets: w.stats.consumerResets.Load(),
+		Pending:        w.stats.pending.Load(),
+		Synced:         w.isSynced(),
+		Filters:        len(w.filters),
 	}
+	w.state.mu.RLock()
+	s.LastRevision = w.state.revision
+	for _, b := range w.bindings {
+		c := b.counters()
+		k := KindStats{Puts: c.puts.Load(), Deletes: c.deletes.Load(), Purges: c.purges.Load(),
+			DataErrors: c.dataErrors.Load(), Cached: b.lenLocked()}
+		s.Kinds[b.kindName()] = k
+		s.Puts += k.Puts
+		s.Deletes += k.Deletes
+		s.Purges += k.Purges
+		s.DataErrors += k.DataErrors
+	}
+	w.state.mu.RUnlock()
+	w.mu.Lock()
+	s.InitialState, s.Resume = w.statePath, w.resumePath
+	w.mu.Unlock()
+	return s
 }

@@ -27,7 +27,6 @@ func (w *Watcher) tail(snap snapshotResult) error {
 	default:
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = snap.upTo + 1
-		w.stats.lastRevision.Store(snap.upTo)
 	}
 	cons, err := w.js.OrderedConsumer(w.ctx, w.stream, cfg)
 	if err != nil {
@@ -47,6 +46,7 @@ func (w *Watcher) tail(snap snapshotResult) error {
 	if sync.done() {
 		w.markSynced()
 	}
+	var received uint64
 	for {
 		msg, err := it.Next(jetstream.NextContext(w.ctx))
 		if err != nil {
@@ -64,6 +64,13 @@ func (w *Watcher) tail(snap snapshotResult) error {
 			continue
 		}
 		rev := meta.Sequence.Stream
+		received++
+		if meta.Sequence.Consumer == 1 && received > 1 {
+			// The ordered consumer recreated itself (lost heartbeats, a
+			// reconnect): its delivery count starts over.
+			w.stats.consumerResets.Add(1)
+		}
+		w.stats.pending.Store(meta.NumPending)
 		if !w.isSynced() && sync.passed(rev) {
 			w.markSynced()
 		}
@@ -74,9 +81,9 @@ func (w *Watcher) tail(snap snapshotResult) error {
 			revision: rev,
 			created:  meta.Timestamp,
 			initial:  !w.isSynced(),
+			ordered:  true,
 		}
 		w.deliver(&e)
-		w.stats.lastRevision.Store(rev)
 		if !w.isSynced() && sync.delivered(rev, meta.NumPending) {
 			w.markSynced()
 		}

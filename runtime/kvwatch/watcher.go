@@ -30,24 +30,30 @@ type Watcher struct {
 	subjectPrefix string // "$KV.<bucket>."
 	bindings      []AnyBinding
 	templates     []*Template // templates[i] belongs to bindings[i]
-	filters       []string    // normalized; empty means watch nothing
+	scopes        []compiledScope
+	filters       []string // normalized; empty means watch nothing
 	// scopeFilters are the filters before normalization, used to drop
 	// entries outside the scopes when normalization had to widen.
 	scopeFilters []string
 	widened      bool
 
-	disp   dispatcher
-	stats  counters
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the event goroutine has exited
+	state    state // caches and revision
+	restored int   // entries restored from a checkpoint
+	// oldestRestored is the lowest revision among them.
+	oldestRestored uint64
+	disp           dispatcher
+	stats          counters
+	ctx            context.Context
+	cancel         context.CancelFunc
+	done           chan struct{} // closed when the event goroutine has exited
 
 	syncOnce sync.Once
 	synced   chan struct{} // closed once synced
 
-	mu        sync.Mutex
-	err       error  // terminal error, set before done is closed
-	statePath string // how the initial state was read (Stats)
+	mu         sync.Mutex
+	err        error  // terminal error, set before done is closed
+	statePath  string // how the initial state was read (Stats)
+	resumePath string // how a resumed watcher caught up (Stats)
 }
 
 // Start validates scopes, checks that the bucket exists and starts
@@ -78,16 +84,22 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	if w.templates, err = checkBindings(bindings); err != nil {
 		return nil, err
 	}
+	if w.scopes, err = compileScopes(spec, w.templates); err != nil {
+		return nil, err
+	}
 	if w.scopeFilters, err = w.scopeSubjects(scopes); err != nil {
 		return nil, err
 	}
 	w.filters, w.widened = NormalizeFilters(w.scopeFilters)
+	for _, b := range bindings {
+		b.attach(w)
+	}
+	if err := w.restore(); err != nil {
+		return nil, err
+	}
 	if len(w.filters) > 0 {
 		if _, err := js.Stream(ctx, w.stream); err != nil {
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				return nil, fmt.Errorf("%w: %s (stream %s)", ErrBucketNotFound, spec.Bucket, w.stream)
-			}
-			return nil, fmt.Errorf("kvwatch: bucket %s: %w", spec.Bucket, err)
+			return nil, w.streamErr(err)
 		}
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
@@ -103,20 +115,33 @@ func (w *Watcher) scopeSubjects(scopes Scopes) ([]string, error) {
 	if scopes.All {
 		return []string{w.subjectPrefix + ">"}, nil
 	}
-	compiled, err := compileScopes(w.spec, w.templates)
-	if err != nil {
-		return nil, err
-	}
 	var out []string
 	for _, v := range scopes.Values {
-		if v.Scope < 0 || v.Scope >= len(compiled) {
+		if v.Scope < 0 || v.Scope >= len(w.scopes) {
 			return nil, fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.spec.Bucket, v.Scope)
 		}
-		fs, err := compiled[v.Scope].filters(w.subjectPrefix, v.Params)
+		fs, err := w.scopes[v.Scope].filters(w.subjectPrefix, v.Params)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+// keyPrefixes returns the literal key prefix of every scope value, for
+// Cache.In.
+func (w *Watcher) keyPrefixes(scopes Scopes) ([]string, error) {
+	var out []string
+	for _, v := range scopes.Values {
+		if v.Scope < 0 || v.Scope >= len(w.scopes) {
+			return nil, fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.spec.Bucket, v.Scope)
+		}
+		fs, err := w.scopes[v.Scope].filters("", v.Params)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, strings.TrimSuffix(fs[0], ".>"))
 	}
 	return out, nil
 }
@@ -139,10 +164,10 @@ func (w *Watcher) run() {
 	}
 }
 
-// watch reads the initial state and tails, until the context ends or an
-// error that retrying cannot fix.
+// watch reads the initial state (or resumes), then tails, until the
+// context ends or an error that retrying cannot fix.
 func (w *Watcher) watch() error {
-	snap, err := w.snapshot(w.ctx)
+	snap, err := w.catchUpPlan(w.ctx)
 	if err != nil {
 		return err
 	}
@@ -152,11 +177,20 @@ func (w *Watcher) watch() error {
 	return w.tail(snap)
 }
 
-// markSynced records that the watcher is synced, once, and calls OnSynced.
+// markSynced records that the watcher is synced, once: a resumed watcher
+// that re-listed first deletes the restored keys nothing confirmed, then
+// OnSynced runs.
 func (w *Watcher) markSynced() {
 	w.syncOnce.Do(func() {
+		w.state.mu.RLock()
+		rev := w.state.revision
+		w.state.mu.RUnlock()
+		for _, b := range w.bindings {
+			b.endRelist(w, rev)
+		}
+		w.stats.pending.Store(0)
 		close(w.synced)
-		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.spec.Bucket))
+		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", rev))
 		if w.cfg.onSynced != nil {
 			w.disp.call("OnSynced", &rawEntry{}, w.cfg.onSynced)
 		}
@@ -176,12 +210,6 @@ func (w *Watcher) setErr(err error) {
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
-}
-
-func (w *Watcher) initialState() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.statePath
 }
 
 // Synced reports whether the initial state has been delivered. It does not
@@ -242,6 +270,11 @@ func (w *Watcher) inScope(key string) bool {
 	if !w.widened {
 		return true
 	}
+	return w.matchesScopes(key)
+}
+
+// matchesScopes reports whether key matches a scope filter.
+func (w *Watcher) matchesScopes(key string) bool {
 	subject := w.subjectPrefix + key
 	for _, f := range w.scopeFilters {
 		if subjectMatches(f, subject) {
@@ -254,18 +287,56 @@ func (w *Watcher) inScope(key string) bool {
 // deliver routes one raw entry to the binding whose template it matches.
 func (w *Watcher) deliver(e *rawEntry) {
 	if !w.inScope(e.key) {
+		w.commitRevision(e)
 		return
 	}
 	for i, t := range w.templates {
 		if t.Match(e.key) {
-			w.bindings[i].apply(&w.disp, e)
+			w.bindings[i].apply(w, e)
 			return
 		}
 	}
+	w.commitRevision(e)
 	w.disp.reportData(&UnknownKeyError{Key: e.key, Revision: e.revision})
+}
+
+// commitRevision records that an ordered entry was applied.
+func (w *Watcher) commitRevision(e *rawEntry) {
+	if !e.ordered {
+		return
+	}
+	w.state.mu.Lock()
+	w.commitRevisionLocked(e)
+	w.state.mu.Unlock()
+}
+
+// commitRevisionLocked is commitRevision with the state lock held, in the
+// same critical section as the cache change, so that a checkpoint never
+// sees a cache ahead of (or behind) its revision.
+func (w *Watcher) commitRevisionLocked(e *rawEntry) {
+	if e.ordered {
+		w.state.revision = e.revision
+	}
+}
+
+// setRevision sets the revision the caches reflect (after the initial
+// state was read at it).
+func (w *Watcher) setRevision(rev uint64) {
+	w.state.mu.Lock()
+	w.state.revision = rev
+	w.state.mu.Unlock()
 }
 
 // keyOf returns the key of a subject of this bucket.
 func (w *Watcher) keyOf(subject string) (string, bool) {
 	return strings.CutPrefix(subject, w.subjectPrefix)
+}
+
+// streamErr wraps an error of a stream request, mapping a missing stream
+// to ErrBucketNotFound.
+func (w *Watcher) streamErr(err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w: %s (stream %s)", ErrBucketNotFound, w.spec.Bucket, w.stream)
+	}
+	return fmt.Errorf("kvwatch: bucket %s: %w", w.spec.Bucket, err)
 }

@@ -2,6 +2,7 @@ package fleetkv_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -104,5 +105,129 @@ func TestGeneratedScopesRejectWildcards(t *testing.T) {
 	_, err := fleetkv.WatchNetwork(context.Background(), js, fleetkv.NetworkScopes{VPC: []string{"a", ">"}}, fleetkv.NetworkHandlers{})
 	if !errors.Is(err, kvwatch.ErrInvalidScope) {
 		t.Fatalf("err = %v, want ErrInvalidScope", err)
+	}
+}
+
+// Cache reads are copies: modifying what a read returned, or what a
+// handler received, never changes the cache. Lists go by scope or by
+// partial key.
+func TestGeneratedCacheHandsOutCopies(t *testing.T) {
+	js := kvwatchtest.JetStream(t)
+	kv := kvwatchtest.Bucket(t, js, "network")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b := fleetkv.NewNetworkBucket(kv)
+	for _, vpc := range []string{"a", "b"} {
+		if _, err := b.PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: vpc}, fleetkv.VPCConfig{Name: vpc, Labels: map[string]string{"team": "net"}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"r1", "r2"} {
+			if _, err := b.PutRoute(ctx, fleetkv.RouteKey{VPC: vpc, RouteID: id}, fleetkv.Route{CIDR: vpc + id, Tags: []string{"x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	live := make(chan fleetkv.RouteEvent, 1)
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a", "b"}}, fleetkv.NetworkHandlers{
+		OnRoute: func(ev fleetkv.RouteEvent) {
+			ev.Value.Tags[0] = "changed by the handler" // the handler owns its value
+			if !ev.Initial {
+				live <- ev
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := fleetkv.RouteKey{VPC: "a", RouteID: "r1"}
+	got, _ := w.RouteCache().Get(key)
+	if got.Tags[0] != "x" {
+		t.Fatalf("a handler's change reached the cache: %v", got.Tags)
+	}
+	got.Tags[0] = "changed by a reader"
+	cfg, _ := w.VPCConfigCache().Get(fleetkv.VPCConfigKey{VPC: "a"})
+	cfg.Labels["team"] = "changed by a reader"
+	if again, _ := w.RouteCache().Get(key); again.Tags[0] != "x" {
+		t.Fatalf("a reader's change reached the cache: %v", again.Tags)
+	}
+	if again, _ := w.VPCConfigCache().Get(fleetkv.VPCConfigKey{VPC: "a"}); again.Labels["team"] != "net" {
+		t.Fatalf("a reader's change reached the cache: %v", again.Labels)
+	}
+
+	inB, err := w.RouteCache().In(fleetkv.NetworkScopes{VPC: []string{"b"}})
+	if err != nil || len(inB) != 2 || inB[0].Key.RouteID != "r1" || inB[1].Key.RouteID != "r2" || inB[0].Key.VPC != "b" {
+		t.Fatalf("In(VPC b) = %+v, %v", inB, err)
+	}
+	if _, err := w.RouteCache().In(fleetkv.NetworkScopes{VPC: []string{"*"}}); !errors.Is(err, kvwatch.ErrInvalidScope) {
+		t.Fatalf("In(VPC *) = %v, want ErrInvalidScope", err)
+	}
+	r2s := w.RouteCache().ListFunc(func(k fleetkv.RouteKey) bool { return k.RouteID == "r2" })
+	if len(r2s) != 2 || r2s[0].Key.VPC != "a" || r2s[1].Key.VPC != "b" {
+		t.Fatalf("ListFunc(r2) = %+v", r2s)
+	}
+	if all := w.RouteCache().List(); len(all) != 4 {
+		t.Fatalf("List = %d entries, want 4", len(all))
+	}
+}
+
+// A typed checkpoint survives JSON, and a watcher resumed from it gets
+// only the changes made meanwhile.
+func TestGeneratedCheckpointResume(t *testing.T) {
+	js := kvwatchtest.JetStream(t)
+	kv := kvwatchtest.Bucket(t, js, "network")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b := fleetkv.NewNetworkBucket(kv)
+	rule := fleetkv.FirewallRuleKey{VPC: "a", Priority: 10}
+	if _, err := b.PutFirewallRule(ctx, rule, fleetkv.FirewallRule{Action: "allow", Port: 22}); err != nil {
+		t.Fatal(err)
+	}
+	w1, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := w1.Checkpoint()
+	w1.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restored fleetkv.NetworkCheckpoint
+	if err := json.Unmarshal(saved, &restored); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "new"}, fleetkv.Route{CIDR: "10.0.0.0/8"}); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	w2, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{
+		OnRoute:        func(ev fleetkv.RouteEvent) { events = append(events, "route "+ev.Key.String()) },
+		OnFirewallRule: func(ev fleetkv.FirewallRuleEvent) { events = append(events, "rule "+ev.Key.String()) },
+	}, restored.Resume())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if err := w2.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0] != "route vpc.a.route.new" {
+		t.Fatalf("resumed watcher delivered %v, want only the new route", events)
+	}
+	if v, ok := w2.FirewallRuleCache().Get(rule); !ok || v.Port != 22 {
+		t.Fatalf("restored rule = %+v, %v", v, ok)
+	}
+	if w2.Stats().Resume != "delta" {
+		t.Errorf("Resume = %q, want delta", w2.Stats().Resume)
 	}
 }

@@ -32,10 +32,22 @@ type Route struct {
 	Updated time.Time `json:"updated"`
 }
 
+// kvwCloneRoute returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneRoute(v Route) Route {
+	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
+	return v
+}
+
 // VPCConfig is the configuration of one VPC.
 type VPCConfig struct {
 	Name   string            `json:"name"`
 	CIDR   string            `json:"cidr"`
 	Region string            `json:"region"`
 	Labels map[string]string `json:"labels"`
+}
+
+// kvwCloneVPCConfig returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneVPCConfig(v VPCConfig) VPCConfig {
+	v.Labels = kvwatch.CloneMap(v.Labels, nil)
+	return v
 }

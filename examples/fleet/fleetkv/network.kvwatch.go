@@ -48,6 +48,7 @@ type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 // kvwNetworkVPCConfigKind describes VPCConfig entries to the runtime.
 var kvwNetworkVPCConfigKind = kvwatch.Kind[VPCConfigKey, VPCConfig]{
 	Bucket:    "network",
+	Clone:     kvwCloneVPCConfig,
 	Codec:     kvwatch.JSON[VPCConfig]{},
 	FormatKey: VPCConfigKey.String,
 	Name:      "VPCConfig",
@@ -95,6 +96,7 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 // kvwNetworkRouteKind describes Route entries to the runtime.
 var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
 	Bucket:    "network",
+	Clone:     kvwCloneRoute,
 	Codec:     kvwatch.JSON[Route]{},
 	FormatKey: RouteKey.String,
 	Name:      "Route",
@@ -182,8 +184,9 @@ type NetworkScopes struct {
 	VPC []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s NetworkScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -263,7 +266,7 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 	b1 := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
 	b2 := kvwatch.Bind(&kvwNetworkFirewallRuleKind, h.OnFirewallRule)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +276,48 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 		cacheRoute:        b1.Cache(),
 		cacheVPCConfig:    b0.Cache(),
 	}, nil
+}
+
+// NetworkCheckpoint is the state of a NetworkWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type NetworkCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// VPCConfig holds the VPCConfig entries, sorted by key.
+	VPCConfig []kvwatch.Entry[VPCConfigKey, VPCConfig]
+	// Route holds the Route entries, sorted by key.
+	Route []kvwatch.Entry[RouteKey, Route]
+	// FirewallRule holds the FirewallRule entries, sorted by key.
+	FirewallRule []kvwatch.Entry[FirewallRuleKey, FirewallRule]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return NetworkCheckpoint{}, err
+	}
+	return NetworkCheckpoint{
+		Filters:      cp.Filters,
+		FirewallRule: cp.Kinds[2].([]kvwatch.Entry[FirewallRuleKey, FirewallRule]),
+		Revision:     cp.Revision,
+		Route:        cp.Kinds[1].([]kvwatch.Entry[RouteKey, Route]),
+		VPCConfig:    cp.Kinds[0].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
+	}, nil
+}
+
+// Resume is the option that starts a NetworkWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp NetworkCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.VPCConfig, cp.Route, cp.FirewallRule)
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

@@ -8,6 +8,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -87,7 +88,10 @@ type BlobEvent = kvwatch.Event[BlobKey, []byte]
 
 // kvwBlobsBlobKind describes Blob entries to the runtime.
 var kvwBlobsBlobKind = kvwatch.Kind[BlobKey, []byte]{
-	Bucket:    "blobs",
+	Bucket: "blobs",
+	Clone: func(v []byte) []byte {
+		return slices.Clone(v)
+	},
 	Codec:     kvwatch.Bytes{},
 	FormatKey: BlobKey.String,
 	Name:      "Blob",
@@ -130,6 +134,7 @@ type PrefixEvent = kvwatch.Event[PrefixKey, netip.Prefix]
 // kvwBlobsPrefixKind describes Prefix entries to the runtime.
 var kvwBlobsPrefixKind = kvwatch.Kind[PrefixKey, netip.Prefix]{
 	Bucket:    "blobs",
+	Clone:     kvwatch.CodecClone(kvwatch.Text[netip.Prefix, *netip.Prefix]{}),
 	Codec:     kvwatch.Text[netip.Prefix, *netip.Prefix]{},
 	FormatKey: PrefixKey.String,
 	Name:      "Prefix",
@@ -214,6 +219,7 @@ type AddrEvent = kvwatch.Event[AddrKey, netip.Addr]
 // kvwBlobsAddrKind describes Addr entries to the runtime.
 var kvwBlobsAddrKind = kvwatch.Kind[AddrKey, netip.Addr]{
 	Bucket:    "blobs",
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
 	Codec:     kvwatch.JSON[netip.Addr]{},
 	FormatKey: AddrKey.String,
 	Name:      "Addr",
@@ -255,7 +261,10 @@ type RawEvent = kvwatch.Event[RawKey, json.RawMessage]
 
 // kvwBlobsRawKind describes Raw entries to the runtime.
 var kvwBlobsRawKind = kvwatch.Kind[RawKey, json.RawMessage]{
-	Bucket:    "blobs",
+	Bucket: "blobs",
+	Clone: func(v json.RawMessage) json.RawMessage {
+		return slices.Clone(v)
+	},
 	Codec:     kvwatch.JSON[json.RawMessage]{},
 	FormatKey: RawKey.String,
 	Name:      "Raw",
@@ -281,8 +290,9 @@ type BlobsScopes struct {
 	All bool
 }
 
-// runtimeScopes converts s for the runtime.
-func (s BlobsScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s BlobsScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	return out
 }
@@ -383,7 +393,7 @@ func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes,
 	b4 := kvwatch.Bind(&kvwBlobsAddrKind, h.OnAddr)
 	b5 := kvwatch.Bind(&kvwBlobsRawKind, h.OnRaw)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBlobsSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3, b4, b5}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwBlobsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3, b4, b5}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -396,6 +406,57 @@ func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes,
 		cacheStamp:  b3.Cache(),
 		cacheText:   b0.Cache(),
 	}, nil
+}
+
+// BlobsCheckpoint is the state of a BlobsWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type BlobsCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Text holds the Text entries, sorted by key.
+	Text []kvwatch.Entry[TextKey, string]
+	// Blob holds the Blob entries, sorted by key.
+	Blob []kvwatch.Entry[BlobKey, []byte]
+	// Prefix holds the Prefix entries, sorted by key.
+	Prefix []kvwatch.Entry[PrefixKey, netip.Prefix]
+	// Stamp holds the Stamp entries, sorted by key.
+	Stamp []kvwatch.Entry[StampKey, time.Time]
+	// Addr holds the Addr entries, sorted by key.
+	Addr []kvwatch.Entry[AddrKey, netip.Addr]
+	// Raw holds the Raw entries, sorted by key.
+	Raw []kvwatch.Entry[RawKey, json.RawMessage]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return BlobsCheckpoint{}, err
+	}
+	return BlobsCheckpoint{
+		Addr:     cp.Kinds[4].([]kvwatch.Entry[AddrKey, netip.Addr]),
+		Blob:     cp.Kinds[1].([]kvwatch.Entry[BlobKey, []byte]),
+		Filters:  cp.Filters,
+		Prefix:   cp.Kinds[2].([]kvwatch.Entry[PrefixKey, netip.Prefix]),
+		Raw:      cp.Kinds[5].([]kvwatch.Entry[RawKey, json.RawMessage]),
+		Revision: cp.Revision,
+		Stamp:    cp.Kinds[3].([]kvwatch.Entry[StampKey, time.Time]),
+		Text:     cp.Kinds[0].([]kvwatch.Entry[TextKey, string]),
+	}, nil
+}
+
+// Resume is the option that starts a BlobsWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp BlobsCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Text, cp.Blob, cp.Prefix, cp.Stamp, cp.Addr, cp.Raw)
 }
 
 // BlobsBucket reads and writes single entries of bucket blobs with typed keys

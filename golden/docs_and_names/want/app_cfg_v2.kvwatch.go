@@ -74,8 +74,9 @@ type AppConfigScopes struct {
 	All bool
 }
 
-// runtimeScopes converts s for the runtime.
-func (s AppConfigScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s AppConfigScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	return out
 }
@@ -130,7 +131,7 @@ func (w *AppConfigWatcher) FeatureCache() *kvwatch.Cache[FeatureKey, Feature] {
 func WatchAppConfig(ctx context.Context, js jetstream.JetStream, scopes AppConfigScopes, h AppConfigHandlers, opts ...kvwatch.Option) (*AppConfigWatcher, error) {
 	b0 := kvwatch.Bind(&kvwAppConfigFeatureKind, h.OnFeature)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwAppConfigSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwAppConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +139,42 @@ func WatchAppConfig(ctx context.Context, js jetstream.JetStream, scopes AppConfi
 		Watcher:      w,
 		cacheFeature: b0.Cache(),
 	}, nil
+}
+
+// AppConfigCheckpoint is the state of a AppConfigWatcher at one revision:
+// every cached entry, and the revision and filters they are exact at. It
+// encodes to JSON; persist it, and start a later watcher with its Resume
+// option to receive only what changed since.
+type AppConfigCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Feature holds the Feature entries, sorted by key.
+	Feature []kvwatch.Entry[FeatureKey, Feature]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return AppConfigCheckpoint{}, err
+	}
+	return AppConfigCheckpoint{
+		Feature:  cp.Kinds[0].([]kvwatch.Entry[FeatureKey, Feature]),
+		Filters:  cp.Filters,
+		Revision: cp.Revision,
+	}, nil
+}
+
+// Resume is the option that starts a AppConfigWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp AppConfigCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Feature)
 }
 
 // AppConfigBucket reads and writes single entries of bucket app_cfg_v2 with

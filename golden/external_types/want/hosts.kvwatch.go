@@ -45,6 +45,7 @@ type HostEvent = kvwatch.Event[HostKey, Host]
 // kvwHostsHostKind describes Host entries to the runtime.
 var kvwHostsHostKind = kvwatch.Kind[HostKey, Host]{
 	Bucket:    "hosts",
+	Clone:     kvwCloneHost,
 	Codec:     kvwatch.JSON[Host]{},
 	FormatKey: HostKey.String,
 	Name:      "Host",
@@ -88,6 +89,7 @@ type AddressEvent = kvwatch.Event[AddressKey, netip.Addr]
 // kvwHostsAddressKind describes Address entries to the runtime.
 var kvwHostsAddressKind = kvwatch.Kind[AddressKey, netip.Addr]{
 	Bucket:    "hosts",
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
 	Codec:     kvwatch.JSON[netip.Addr]{},
 	FormatKey: AddressKey.String,
 	Name:      "Address",
@@ -130,6 +132,7 @@ type LinkEvent = kvwatch.Event[LinkKey, url.URL]
 // kvwHostsLinkKind describes Link entries to the runtime.
 var kvwHostsLinkKind = kvwatch.Kind[LinkKey, url.URL]{
 	Bucket:    "hosts",
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[url.URL]{}),
 	Codec:     kvwatch.JSON[url.URL]{},
 	FormatKey: LinkKey.String,
 	Name:      "Link",
@@ -155,8 +158,9 @@ type HostsScopes struct {
 	All bool
 }
 
-// runtimeScopes converts s for the runtime.
-func (s HostsScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s HostsScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	return out
 }
@@ -226,7 +230,7 @@ func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes,
 	b1 := kvwatch.Bind(&kvwHostsAddressKind, h.OnAddress)
 	b2 := kvwatch.Bind(&kvwHostsLinkKind, h.OnLink)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwHostsSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwHostsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +240,48 @@ func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes,
 		cacheHost:    b0.Cache(),
 		cacheLink:    b2.Cache(),
 	}, nil
+}
+
+// HostsCheckpoint is the state of a HostsWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type HostsCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Host holds the Host entries, sorted by key.
+	Host []kvwatch.Entry[HostKey, Host]
+	// Address holds the Address entries, sorted by key.
+	Address []kvwatch.Entry[AddressKey, netip.Addr]
+	// Link holds the Link entries, sorted by key.
+	Link []kvwatch.Entry[LinkKey, url.URL]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return HostsCheckpoint{}, err
+	}
+	return HostsCheckpoint{
+		Address:  cp.Kinds[1].([]kvwatch.Entry[AddressKey, netip.Addr]),
+		Filters:  cp.Filters,
+		Host:     cp.Kinds[0].([]kvwatch.Entry[HostKey, Host]),
+		Link:     cp.Kinds[2].([]kvwatch.Entry[LinkKey, url.URL]),
+		Revision: cp.Revision,
+	}, nil
+}
+
+// Resume is the option that starts a HostsWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp HostsCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Host, cp.Address, cp.Link)
 }
 
 // HostsBucket reads and writes single entries of bucket hosts with typed keys

@@ -24,3 +24,16 @@ type Host struct {
 	Timeout  time.Duration         `json:"timeout"`
 	ByName   map[string]netip.Addr `json:"by_name"`
 }
+
+// kvwCloneHost returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneHost(v Host) Host {
+	v.Prefix = kvwatch.CloneJSON(v.Prefix)
+	v.Prefixes = kvwatch.CloneSlice(v.Prefixes, func(v netip.Prefix) netip.Prefix {
+		return kvwatch.CloneJSON(v)
+	})
+	v.Timeout = kvwatch.CloneJSON(v.Timeout)
+	v.ByName = kvwatch.CloneMap(v.ByName, func(v netip.Addr) netip.Addr {
+		return kvwatch.CloneJSON(v)
+	})
+	return v
+}

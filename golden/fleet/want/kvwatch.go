@@ -26,6 +26,13 @@ type Route struct {
 	Updated time.Time         `json:"updated"`
 }
 
+// kvwCloneRoute returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneRoute(v Route) Route {
+	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
+	v.Labels = kvwatch.CloneMap(v.Labels, nil)
+	return v
+}
+
 // VPCConfig is a value type of the schema.
 type VPCConfig struct {
 	Name string `json:"name"`

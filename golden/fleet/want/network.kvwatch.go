@@ -48,6 +48,7 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 // kvwNetworkRouteKind describes Route entries to the runtime.
 var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
 	Bucket:    "network",
+	Clone:     kvwCloneRoute,
 	Codec:     kvwatch.JSON[Route]{},
 	FormatKey: RouteKey.String,
 	Name:      "Route",
@@ -122,8 +123,9 @@ type NetworkScopes struct {
 	VPC []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s NetworkScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -192,7 +194,7 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 	b0 := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
 	b1 := kvwatch.Bind(&kvwNetworkVPCConfigKind, h.OnVPCConfig)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +203,45 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 		cacheRoute:     b0.Cache(),
 		cacheVPCConfig: b1.Cache(),
 	}, nil
+}
+
+// NetworkCheckpoint is the state of a NetworkWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type NetworkCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Route holds the Route entries, sorted by key.
+	Route []kvwatch.Entry[RouteKey, Route]
+	// VPCConfig holds the VPCConfig entries, sorted by key.
+	VPCConfig []kvwatch.Entry[VPCConfigKey, VPCConfig]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return NetworkCheckpoint{}, err
+	}
+	return NetworkCheckpoint{
+		Filters:   cp.Filters,
+		Revision:  cp.Revision,
+		Route:     cp.Kinds[0].([]kvwatch.Entry[RouteKey, Route]),
+		VPCConfig: cp.Kinds[1].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
+	}, nil
+}
+
+// Resume is the option that starts a NetworkWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp NetworkCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Route, cp.VPCConfig)
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

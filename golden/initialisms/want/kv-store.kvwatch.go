@@ -46,6 +46,7 @@ type APIKeyEvent = kvwatch.Event[APIKeyKey, APIKey]
 // kvwKVStoreAPIKeyKind describes APIKey entries to the runtime.
 var kvwKVStoreAPIKeyKind = kvwatch.Kind[APIKeyKey, APIKey]{
 	Bucket:    "kv-store",
+	Clone:     kvwCloneAPIKey,
 	Codec:     kvwatch.JSON[APIKey]{},
 	FormatKey: APIKeyKey.String,
 	Name:      "APIKey",
@@ -77,8 +78,9 @@ type KVStoreScopes struct {
 	User []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s KVStoreScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s KVStoreScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.User {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -134,7 +136,7 @@ func (w *KVStoreWatcher) APIKeyCache() *kvwatch.Cache[APIKeyKey, APIKey] {
 func WatchKVStore(ctx context.Context, js jetstream.JetStream, scopes KVStoreScopes, h KVStoreHandlers, opts ...kvwatch.Option) (*KVStoreWatcher, error) {
 	b0 := kvwatch.Bind(&kvwKVStoreAPIKeyKind, h.OnAPIKey)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwKVStoreSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwKVStoreSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +144,42 @@ func WatchKVStore(ctx context.Context, js jetstream.JetStream, scopes KVStoreSco
 		Watcher:     w,
 		cacheAPIKey: b0.Cache(),
 	}, nil
+}
+
+// KVStoreCheckpoint is the state of a KVStoreWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type KVStoreCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// APIKey holds the APIKey entries, sorted by key.
+	APIKey []kvwatch.Entry[APIKeyKey, APIKey]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return KVStoreCheckpoint{}, err
+	}
+	return KVStoreCheckpoint{
+		APIKey:   cp.Kinds[0].([]kvwatch.Entry[APIKeyKey, APIKey]),
+		Filters:  cp.Filters,
+		Revision: cp.Revision,
+	}, nil
+}
+
+// Resume is the option that starts a KVStoreWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp KVStoreCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.APIKey)
 }
 
 // KVStoreBucket reads and writes single entries of bucket kv-store with typed

@@ -5,6 +5,7 @@ package initialisms
 import (
 	"encoding/json"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"slices"
 )
 
 // This code needs version 1 of the generated-code API of the kvwatch runtime.
@@ -24,4 +25,10 @@ type APIKey struct {
 	JSONBody   json.RawMessage `json:"json_body"`
 	TTLSeconds int             `json:"ttl_seconds"`
 	UUID       string          `json:"uuid"`
+}
+
+// kvwCloneAPIKey returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneAPIKey(v APIKey) APIKey {
+	v.JSONBody = slices.Clone(v.JSONBody)
+	return v
 }

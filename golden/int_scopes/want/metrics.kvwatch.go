@@ -122,8 +122,9 @@ type MetricsScopes struct {
 	Host []MetricsHostScope
 }
 
-// runtimeScopes converts s for the runtime.
-func (s MetricsScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s MetricsScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Tenant {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -191,7 +192,7 @@ func (w *MetricsWatcher) SampleCache() *kvwatch.Cache[SampleKey, float64] {
 func WatchMetrics(ctx context.Context, js jetstream.JetStream, scopes MetricsScopes, h MetricsHandlers, opts ...kvwatch.Option) (*MetricsWatcher, error) {
 	b0 := kvwatch.Bind(&kvwMetricsSampleKind, h.OnSample)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwMetricsSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwMetricsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +200,42 @@ func WatchMetrics(ctx context.Context, js jetstream.JetStream, scopes MetricsSco
 		Watcher:     w,
 		cacheSample: b0.Cache(),
 	}, nil
+}
+
+// MetricsCheckpoint is the state of a MetricsWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type MetricsCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Sample holds the Sample entries, sorted by key.
+	Sample []kvwatch.Entry[SampleKey, float64]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return MetricsCheckpoint{}, err
+	}
+	return MetricsCheckpoint{
+		Filters:  cp.Filters,
+		Revision: cp.Revision,
+		Sample:   cp.Kinds[0].([]kvwatch.Entry[SampleKey, float64]),
+	}, nil
+}
+
+// Resume is the option that starts a MetricsWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp MetricsCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Sample)
 }
 
 // MetricsBucket reads and writes single entries of bucket metrics with typed

@@ -21,3 +21,9 @@ type Chan struct {
 	String    int      `json:"string"`
 	Error     string   `json:"error"`
 }
+
+// kvwCloneChan returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneChan(v Chan) Chan {
+	v.Interface = kvwatch.CloneSlice(v.Interface, nil)
+	return v
+}

@@ -50,6 +50,7 @@ type FuncEvent = kvwatch.Event[FuncKey, Chan]
 // kvwTypeFuncKind describes Func entries to the runtime.
 var kvwTypeFuncKind = kvwatch.Kind[FuncKey, Chan]{
 	Bucket:    "type",
+	Clone:     kvwCloneChan,
 	Codec:     kvwatch.JSON[Chan]{},
 	FormatKey: FuncKey.String,
 	Name:      "Func",
@@ -124,8 +125,9 @@ type TypeScopes struct {
 	Type []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s TypeScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s TypeScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Type {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -190,7 +192,7 @@ func WatchType(ctx context.Context, js jetstream.JetStream, scopes TypeScopes, h
 	b0 := kvwatch.Bind(&kvwTypeFuncKind, h.OnFunc)
 	b1 := kvwatch.Bind(&kvwTypeVarKind, h.OnVar)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwTypeSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwTypeSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +201,45 @@ func WatchType(ctx context.Context, js jetstream.JetStream, scopes TypeScopes, h
 		cacheFunc: b0.Cache(),
 		cacheVar:  b1.Cache(),
 	}, nil
+}
+
+// TypeCheckpoint is the state of a TypeWatcher at one revision: every cached
+// entry, and the revision and filters they are exact at. It encodes to JSON;
+// persist it, and start a later watcher with its Resume option to receive
+// only what changed since.
+type TypeCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Func holds the Func entries, sorted by key.
+	Func []kvwatch.Entry[FuncKey, Chan]
+	// Var holds the Var entries, sorted by key.
+	Var []kvwatch.Entry[VarKey, string]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return TypeCheckpoint{}, err
+	}
+	return TypeCheckpoint{
+		Filters:  cp.Filters,
+		Func:     cp.Kinds[0].([]kvwatch.Entry[FuncKey, Chan]),
+		Revision: cp.Revision,
+		Var:      cp.Kinds[1].([]kvwatch.Entry[VarKey, string]),
+	}, nil
+}
+
+// Resume is the option that starts a TypeWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp TypeCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Func, cp.Var)
 }
 
 // TypeBucket reads and writes single entries of bucket type with typed keys

@@ -38,6 +38,7 @@ type GlobalEvent = kvwatch.Event[GlobalKey, Settings]
 // kvwConfigGlobalKind describes Global entries to the runtime.
 var kvwConfigGlobalKind = kvwatch.Kind[GlobalKey, Settings]{
 	Bucket:    "config",
+	Clone:     kvwCloneSettings,
 	Codec:     kvwatch.JSON[Settings]{},
 	FormatKey: GlobalKey.String,
 	Name:      "Global",
@@ -81,6 +82,7 @@ type RegionEvent = kvwatch.Event[RegionKey, Settings]
 // kvwConfigRegionKind describes Region entries to the runtime.
 var kvwConfigRegionKind = kvwatch.Kind[RegionKey, Settings]{
 	Bucket:    "config",
+	Clone:     kvwCloneSettings,
 	Codec:     kvwatch.JSON[Settings]{},
 	FormatKey: RegionKey.String,
 	Name:      "Region",
@@ -127,6 +129,7 @@ type ZoneEvent = kvwatch.Event[ZoneKey, Settings]
 // kvwConfigZoneKind describes Zone entries to the runtime.
 var kvwConfigZoneKind = kvwatch.Kind[ZoneKey, Settings]{
 	Bucket:    "config",
+	Clone:     kvwCloneSettings,
 	Codec:     kvwatch.JSON[Settings]{},
 	FormatKey: ZoneKey.String,
 	Name:      "Zone",
@@ -163,8 +166,9 @@ type ConfigScopes struct {
 	Region []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s ConfigScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s ConfigScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	if s.Config {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -247,7 +251,7 @@ func WatchConfig(ctx context.Context, js jetstream.JetStream, scopes ConfigScope
 	b1 := kvwatch.Bind(&kvwConfigRegionKind, h.OnRegion)
 	b2 := kvwatch.Bind(&kvwConfigZoneKind, h.OnZone)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwConfigSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +261,48 @@ func WatchConfig(ctx context.Context, js jetstream.JetStream, scopes ConfigScope
 		cacheRegion: b1.Cache(),
 		cacheZone:   b2.Cache(),
 	}, nil
+}
+
+// ConfigCheckpoint is the state of a ConfigWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type ConfigCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Global holds the Global entries, sorted by key.
+	Global []kvwatch.Entry[GlobalKey, Settings]
+	// Region holds the Region entries, sorted by key.
+	Region []kvwatch.Entry[RegionKey, Settings]
+	// Zone holds the Zone entries, sorted by key.
+	Zone []kvwatch.Entry[ZoneKey, Settings]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return ConfigCheckpoint{}, err
+	}
+	return ConfigCheckpoint{
+		Filters:  cp.Filters,
+		Global:   cp.Kinds[0].([]kvwatch.Entry[GlobalKey, Settings]),
+		Region:   cp.Kinds[1].([]kvwatch.Entry[RegionKey, Settings]),
+		Revision: cp.Revision,
+		Zone:     cp.Kinds[2].([]kvwatch.Entry[ZoneKey, Settings]),
+	}, nil
+}
+
+// Resume is the option that starts a ConfigWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp ConfigCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Global, cp.Region, cp.Zone)
 }
 
 // ConfigBucket reads and writes single entries of bucket config with typed

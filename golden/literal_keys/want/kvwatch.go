@@ -17,3 +17,9 @@ const (
 type Settings struct {
 	Values map[string]string `json:"values"`
 }
+
+// kvwCloneSettings returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneSettings(v Settings) Settings {
+	v.Values = kvwatch.CloneMap(v.Values, nil)
+	return v
+}

@@ -5,6 +5,7 @@ package multi
 import (
 	"encoding/json"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"slices"
 	"time"
 )
 
@@ -43,9 +44,26 @@ type Node struct {
 	ByZone    map[string][]Address `json:"by_zone"`
 }
 
+// kvwCloneNode returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneNode(v Node) Node {
+	v.Token = slices.Clone(v.Token)
+	v.Extra = slices.Clone(v.Extra)
+	v.Addresses = kvwatch.CloneSlice(v.Addresses, nil)
+	v.ByZone = kvwatch.CloneMap(v.ByZone, func(v []Address) []Address {
+		return kvwatch.CloneSlice(v, nil)
+	})
+	return v
+}
+
 // Service is a value type of the schema.
 type Service struct {
 	Owner   string   `json:"owner"`
 	Primary Address  `json:"primary"`
 	Tags    []string `json:"tags"`
+}
+
+// kvwCloneService returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneService(v Service) Service {
+	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
+	return v
 }

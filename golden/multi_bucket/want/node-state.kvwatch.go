@@ -43,6 +43,7 @@ type NodeEvent = kvwatch.Event[NodeKey, Node]
 // kvwNodeStateNodeKind describes Node entries to the runtime.
 var kvwNodeStateNodeKind = kvwatch.Kind[NodeKey, Node]{
 	Bucket:    "node-state",
+	Clone:     kvwCloneNode,
 	Codec:     kvwatch.JSON[Node]{},
 	FormatKey: NodeKey.String,
 	Name:      "Node",
@@ -86,7 +87,10 @@ type NodeLabelsEvent = kvwatch.Event[NodeLabelsKey, map[string]string]
 
 // kvwNodeStateNodeLabelsKind describes NodeLabels entries to the runtime.
 var kvwNodeStateNodeLabelsKind = kvwatch.Kind[NodeLabelsKey, map[string]string]{
-	Bucket:    "node-state",
+	Bucket: "node-state",
+	Clone: func(v map[string]string) map[string]string {
+		return kvwatch.CloneMap(v, nil)
+	},
 	Codec:     kvwatch.JSON[map[string]string]{},
 	FormatKey: NodeLabelsKey.String,
 	Name:      "NodeLabels",
@@ -118,8 +122,9 @@ type NodeStateScopes struct {
 	Node []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s NodeStateScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s NodeStateScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Node {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -185,7 +190,7 @@ func WatchNodeState(ctx context.Context, js jetstream.JetStream, scopes NodeStat
 	b0 := kvwatch.Bind(&kvwNodeStateNodeKind, h.OnNode)
 	b1 := kvwatch.Bind(&kvwNodeStateNodeLabelsKind, h.OnNodeLabels)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNodeStateSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNodeStateSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +199,45 @@ func WatchNodeState(ctx context.Context, js jetstream.JetStream, scopes NodeStat
 		cacheNode:       b0.Cache(),
 		cacheNodeLabels: b1.Cache(),
 	}, nil
+}
+
+// NodeStateCheckpoint is the state of a NodeStateWatcher at one revision:
+// every cached entry, and the revision and filters they are exact at. It
+// encodes to JSON; persist it, and start a later watcher with its Resume
+// option to receive only what changed since.
+type NodeStateCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Node holds the Node entries, sorted by key.
+	Node []kvwatch.Entry[NodeKey, Node]
+	// NodeLabels holds the NodeLabels entries, sorted by key.
+	NodeLabels []kvwatch.Entry[NodeLabelsKey, map[string]string]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return NodeStateCheckpoint{}, err
+	}
+	return NodeStateCheckpoint{
+		Filters:    cp.Filters,
+		Node:       cp.Kinds[0].([]kvwatch.Entry[NodeKey, Node]),
+		NodeLabels: cp.Kinds[1].([]kvwatch.Entry[NodeLabelsKey, map[string]string]),
+		Revision:   cp.Revision,
+	}, nil
+}
+
+// Resume is the option that starts a NodeStateWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp NodeStateCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Node, cp.NodeLabels)
 }
 
 // NodeStateBucket reads and writes single entries of bucket node-state with

@@ -43,6 +43,7 @@ type ServiceEvent = kvwatch.Event[ServiceKey, Service]
 // kvwServicesServiceKind describes Service entries to the runtime.
 var kvwServicesServiceKind = kvwatch.Kind[ServiceKey, Service]{
 	Bucket:    "services",
+	Clone:     kvwCloneService,
 	Codec:     kvwatch.JSON[Service]{},
 	FormatKey: ServiceKey.String,
 	Name:      "Service",
@@ -88,7 +89,10 @@ type EndpointEvent = kvwatch.Event[EndpointKey, []Address]
 
 // kvwServicesEndpointKind describes Endpoint entries to the runtime.
 var kvwServicesEndpointKind = kvwatch.Kind[EndpointKey, []Address]{
-	Bucket:    "services",
+	Bucket: "services",
+	Clone: func(v []Address) []Address {
+		return kvwatch.CloneSlice(v, nil)
+	},
 	Codec:     kvwatch.JSON[[]Address]{},
 	FormatKey: EndpointKey.String,
 	Name:      "Endpoint",
@@ -120,8 +124,9 @@ type ServicesScopes struct {
 	Service []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s ServicesScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s ServicesScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Service {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -190,7 +195,7 @@ func WatchServices(ctx context.Context, js jetstream.JetStream, scopes ServicesS
 	b0 := kvwatch.Bind(&kvwServicesServiceKind, h.OnService)
 	b1 := kvwatch.Bind(&kvwServicesEndpointKind, h.OnEndpoint)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwServicesSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwServicesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +204,45 @@ func WatchServices(ctx context.Context, js jetstream.JetStream, scopes ServicesS
 		cacheEndpoint: b1.Cache(),
 		cacheService:  b0.Cache(),
 	}, nil
+}
+
+// ServicesCheckpoint is the state of a ServicesWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type ServicesCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Service holds the Service entries, sorted by key.
+	Service []kvwatch.Entry[ServiceKey, Service]
+	// Endpoint holds the Endpoint entries, sorted by key.
+	Endpoint []kvwatch.Entry[EndpointKey, []Address]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return ServicesCheckpoint{}, err
+	}
+	return ServicesCheckpoint{
+		Endpoint: cp.Kinds[1].([]kvwatch.Entry[EndpointKey, []Address]),
+		Filters:  cp.Filters,
+		Revision: cp.Revision,
+		Service:  cp.Kinds[0].([]kvwatch.Entry[ServiceKey, Service]),
+	}, nil
+}
+
+// Resume is the option that starts a ServicesWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp ServicesCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Service, cp.Endpoint)
 }
 
 // ServicesBucket reads and writes single entries of bucket services with

@@ -222,8 +222,9 @@ type NetworkScopes struct {
 	Route []NetworkRouteScope
 }
 
-// runtimeScopes converts s for the runtime.
-func (s NetworkScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -317,7 +318,7 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 	b2 := kvwatch.Bind(&kvwNetworkRouteNoteKind, h.OnRouteNote)
 	b3 := kvwatch.Bind(&kvwNetworkPeeringKind, h.OnPeering)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +329,51 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 		cacheRouteNote: b2.Cache(),
 		cacheVPC:       b0.Cache(),
 	}, nil
+}
+
+// NetworkCheckpoint is the state of a NetworkWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type NetworkCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// VPC holds the VPC entries, sorted by key.
+	VPC []kvwatch.Entry[VPCKey, string]
+	// Route holds the Route entries, sorted by key.
+	Route []kvwatch.Entry[RouteKey, string]
+	// RouteNote holds the RouteNote entries, sorted by key.
+	RouteNote []kvwatch.Entry[RouteNoteKey, string]
+	// Peering holds the Peering entries, sorted by key.
+	Peering []kvwatch.Entry[PeeringKey, string]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return NetworkCheckpoint{}, err
+	}
+	return NetworkCheckpoint{
+		Filters:   cp.Filters,
+		Peering:   cp.Kinds[3].([]kvwatch.Entry[PeeringKey, string]),
+		Revision:  cp.Revision,
+		Route:     cp.Kinds[1].([]kvwatch.Entry[RouteKey, string]),
+		RouteNote: cp.Kinds[2].([]kvwatch.Entry[RouteNoteKey, string]),
+		VPC:       cp.Kinds[0].([]kvwatch.Entry[VPCKey, string]),
+	}, nil
+}
+
+// Resume is the option that starts a NetworkWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp NetworkCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.VPC, cp.Route, cp.RouteNote, cp.Peering)
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

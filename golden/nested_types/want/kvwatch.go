@@ -19,6 +19,14 @@ type Leaf struct {
 	Weights map[string][]int `json:"weights"`
 }
 
+// kvwCloneLeaf returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneLeaf(v Leaf) Leaf {
+	v.Weights = kvwatch.CloneMap(v.Weights, func(v []int) []int {
+		return kvwatch.CloneSlice(v, nil)
+	})
+	return v
+}
+
 // Tree is a node with children.
 type Tree struct {
 	Name     string          `json:"name"`
@@ -26,4 +34,15 @@ type Tree struct {
 	ByName   map[string]Tree `json:"by_name"`
 	Matrix   [][]float64     `json:"matrix"`
 	Leaf     Leaf            `json:"leaf"`
+}
+
+// kvwCloneTree returns a deep copy of v: one that shares no slice, map or pointer with it.
+func kvwCloneTree(v Tree) Tree {
+	v.Children = kvwatch.CloneSlice(v.Children, kvwCloneTree)
+	v.ByName = kvwatch.CloneMap(v.ByName, kvwCloneTree)
+	v.Matrix = kvwatch.CloneSlice(v.Matrix, func(v []float64) []float64 {
+		return kvwatch.CloneSlice(v, nil)
+	})
+	v.Leaf = kvwCloneLeaf(v.Leaf)
+	return v
 }

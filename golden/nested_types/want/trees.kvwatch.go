@@ -43,6 +43,7 @@ type TreeEvent = kvwatch.Event[TreeKey, Tree]
 // kvwTreesTreeKind describes Tree entries to the runtime.
 var kvwTreesTreeKind = kvwatch.Kind[TreeKey, Tree]{
 	Bucket:    "trees",
+	Clone:     kvwCloneTree,
 	Codec:     kvwatch.JSON[Tree]{},
 	FormatKey: TreeKey.String,
 	Name:      "Tree",
@@ -84,7 +85,14 @@ type ForestEvent = kvwatch.Event[ForestKey, map[string][]map[string]Tree]
 
 // kvwTreesForestKind describes Forest entries to the runtime.
 var kvwTreesForestKind = kvwatch.Kind[ForestKey, map[string][]map[string]Tree]{
-	Bucket:    "trees",
+	Bucket: "trees",
+	Clone: func(v map[string][]map[string]Tree) map[string][]map[string]Tree {
+		return kvwatch.CloneMap(v, func(v []map[string]Tree) []map[string]Tree {
+			return kvwatch.CloneSlice(v, func(v map[string]Tree) map[string]Tree {
+				return kvwatch.CloneMap(v, kvwCloneTree)
+			})
+		})
+	},
 	Codec:     kvwatch.JSON[map[string][]map[string]Tree]{},
 	FormatKey: ForestKey.String,
 	Name:      "Forest",
@@ -110,8 +118,9 @@ type TreesScopes struct {
 	All bool
 }
 
-// runtimeScopes converts s for the runtime.
-func (s TreesScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s TreesScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	return out
 }
@@ -171,7 +180,7 @@ func WatchTrees(ctx context.Context, js jetstream.JetStream, scopes TreesScopes,
 	b0 := kvwatch.Bind(&kvwTreesTreeKind, h.OnTree)
 	b1 := kvwatch.Bind(&kvwTreesForestKind, h.OnForest)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwTreesSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwTreesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +189,45 @@ func WatchTrees(ctx context.Context, js jetstream.JetStream, scopes TreesScopes,
 		cacheForest: b1.Cache(),
 		cacheTree:   b0.Cache(),
 	}, nil
+}
+
+// TreesCheckpoint is the state of a TreesWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type TreesCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Tree holds the Tree entries, sorted by key.
+	Tree []kvwatch.Entry[TreeKey, Tree]
+	// Forest holds the Forest entries, sorted by key.
+	Forest []kvwatch.Entry[ForestKey, map[string][]map[string]Tree]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return TreesCheckpoint{}, err
+	}
+	return TreesCheckpoint{
+		Filters:  cp.Filters,
+		Forest:   cp.Kinds[1].([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree]),
+		Revision: cp.Revision,
+		Tree:     cp.Kinds[0].([]kvwatch.Entry[TreeKey, Tree]),
+	}, nil
+}
+
+// Resume is the option that starts a TreesWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp TreesCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Tree, cp.Forest)
 }
 
 // TreesBucket reads and writes single entries of bucket trees with typed keys

@@ -68,8 +68,9 @@ type SettingsScopes struct {
 	All bool
 }
 
-// runtimeScopes converts s for the runtime.
-func (s SettingsScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s SettingsScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	return out
 }
@@ -119,7 +120,7 @@ func (w *SettingsWatcher) SettingCache() *kvwatch.Cache[SettingKey, string] {
 func WatchSettings(ctx context.Context, js jetstream.JetStream, scopes SettingsScopes, h SettingsHandlers, opts ...kvwatch.Option) (*SettingsWatcher, error) {
 	b0 := kvwatch.Bind(&kvwSettingsSettingKind, h.OnSetting)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwSettingsSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwSettingsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +128,42 @@ func WatchSettings(ctx context.Context, js jetstream.JetStream, scopes SettingsS
 		Watcher:      w,
 		cacheSetting: b0.Cache(),
 	}, nil
+}
+
+// SettingsCheckpoint is the state of a SettingsWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type SettingsCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Setting holds the Setting entries, sorted by key.
+	Setting []kvwatch.Entry[SettingKey, string]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return SettingsCheckpoint{}, err
+	}
+	return SettingsCheckpoint{
+		Filters:  cp.Filters,
+		Revision: cp.Revision,
+		Setting:  cp.Kinds[0].([]kvwatch.Entry[SettingKey, string]),
+	}, nil
+}
+
+// Resume is the option that starts a SettingsWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp SettingsCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Setting)
 }
 
 // SettingsBucket reads and writes single entries of bucket settings with

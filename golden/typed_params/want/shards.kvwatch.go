@@ -251,8 +251,9 @@ type ShardsScopes struct {
 	Global bool
 }
 
-// runtimeScopes converts s for the runtime.
-func (s ShardsScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s ShardsScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Region {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -353,7 +354,7 @@ func WatchShards(ctx context.Context, js jetstream.JetStream, scopes ShardsScope
 	b2 := kvwatch.Bind(&kvwShardsGlobalKind, h.OnGlobal)
 	b3 := kvwatch.Bind(&kvwShardsEpochKind, h.OnEpoch)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwShardsSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwShardsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -364,6 +365,51 @@ func WatchShards(ctx context.Context, js jetstream.JetStream, scopes ShardsScope
 		cacheReplica: b1.Cache(),
 		cacheShard:   b0.Cache(),
 	}, nil
+}
+
+// ShardsCheckpoint is the state of a ShardsWatcher at one revision: every
+// cached entry, and the revision and filters they are exact at. It encodes to
+// JSON; persist it, and start a later watcher with its Resume option to
+// receive only what changed since.
+type ShardsCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Shard holds the Shard entries, sorted by key.
+	Shard []kvwatch.Entry[ShardKey, string]
+	// Replica holds the Replica entries, sorted by key.
+	Replica []kvwatch.Entry[ReplicaKey, Replica]
+	// Global holds the Global entries, sorted by key.
+	Global []kvwatch.Entry[GlobalKey, Replica]
+	// Epoch holds the Epoch entries, sorted by key.
+	Epoch []kvwatch.Entry[EpochKey, uint64]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return ShardsCheckpoint{}, err
+	}
+	return ShardsCheckpoint{
+		Epoch:    cp.Kinds[3].([]kvwatch.Entry[EpochKey, uint64]),
+		Filters:  cp.Filters,
+		Global:   cp.Kinds[2].([]kvwatch.Entry[GlobalKey, Replica]),
+		Replica:  cp.Kinds[1].([]kvwatch.Entry[ReplicaKey, Replica]),
+		Revision: cp.Revision,
+		Shard:    cp.Kinds[0].([]kvwatch.Entry[ShardKey, string]),
+	}, nil
+}
+
+// Resume is the option that starts a ShardsWatcher from cp: its caches are
+// filled with cp's entries and only what changed after cp.Revision is
+// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
+// takes ownership of cp's entries.
+func (cp ShardsCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Shard, cp.Replica, cp.Global, cp.Epoch)
 }
 
 // ShardsBucket reads and writes single entries of bucket shards with typed

@@ -73,8 +73,9 @@ type AScopes struct {
 	Item []string
 }
 
-// runtimeScopes converts s for the runtime.
-func (s AScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s AScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Item {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
@@ -129,7 +130,7 @@ func (w *AWatcher) ItemCache() *kvwatch.Cache[ItemKey, Thing] {
 func WatchA(ctx context.Context, js jetstream.JetStream, scopes AScopes, h AHandlers, opts ...kvwatch.Option) (*AWatcher, error) {
 	b0 := kvwatch.Bind(&kvwAItemKind, h.OnItem)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwASpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwASpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +138,42 @@ func WatchA(ctx context.Context, js jetstream.JetStream, scopes AScopes, h AHand
 		Watcher:   w,
 		cacheItem: b0.Cache(),
 	}, nil
+}
+
+// ACheckpoint is the state of a AWatcher at one revision: every cached entry,
+// and the revision and filters they are exact at. It encodes to JSON; persist
+// it, and start a later watcher with its Resume option to receive only what
+// changed since.
+type ACheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Item holds the Item entries, sorted by key.
+	Item []kvwatch.Entry[ItemKey, Thing]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return ACheckpoint{}, err
+	}
+	return ACheckpoint{
+		Filters:  cp.Filters,
+		Item:     cp.Kinds[0].([]kvwatch.Entry[ItemKey, Thing]),
+		Revision: cp.Revision,
+	}, nil
+}
+
+// Resume is the option that starts a AWatcher from cp: its caches are filled
+// with cp's entries and only what changed after cp.Revision is delivered (see
+// kvwatch.Resume for when it re-lists instead). The watcher takes ownership
+// of cp's entries.
+func (cp ACheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Item)
 }
 
 // ABucket reads and writes single entries of bucket a with typed keys and

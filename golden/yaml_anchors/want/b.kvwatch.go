@@ -68,8 +68,9 @@ type BScopes struct {
 	All bool
 }
 
-// runtimeScopes converts s for the runtime.
-func (s BScopes) runtimeScopes() kvwatch.Scopes {
+// KVWatchScopes converts s for the runtime; with it a cache lists by scope
+// (kvwatch.Cache.In).
+func (s BScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	return out
 }
@@ -119,7 +120,7 @@ func (w *BWatcher) OtherCache() *kvwatch.Cache[OtherKey, Thing] {
 func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHandlers, opts ...kvwatch.Option) (*BWatcher, error) {
 	b0 := kvwatch.Bind(&kvwBOtherKind, h.OnOther)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBSpec, scopes.runtimeScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwBSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +128,42 @@ func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHand
 		Watcher:    w,
 		cacheOther: b0.Cache(),
 	}, nil
+}
+
+// BCheckpoint is the state of a BWatcher at one revision: every cached entry,
+// and the revision and filters they are exact at. It encodes to JSON; persist
+// it, and start a later watcher with its Resume option to receive only what
+// changed since.
+type BCheckpoint struct {
+	// Revision is the last revision applied.
+	Revision uint64
+	// Filters are the subject filters the entries were watched with.
+	Filters []string
+	// Other holds the Other entries, sorted by key.
+	Other []kvwatch.Entry[OtherKey, Thing]
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically. It
+// fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
+// are copies the caller owns.
+func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
+	cp, err := w.Watcher.Checkpoint()
+	if err != nil {
+		return BCheckpoint{}, err
+	}
+	return BCheckpoint{
+		Filters:  cp.Filters,
+		Other:    cp.Kinds[0].([]kvwatch.Entry[OtherKey, Thing]),
+		Revision: cp.Revision,
+	}, nil
+}
+
+// Resume is the option that starts a BWatcher from cp: its caches are filled
+// with cp's entries and only what changed after cp.Revision is delivered (see
+// kvwatch.Resume for when it re-lists instead). The watcher takes ownership
+// of cp's entries.
+func (cp BCheckpoint) Resume() kvwatch.Option {
+	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Other)
 }
 
 // BBucket reads and writes single entries of bucket b with typed keys and

@@ -1,0 +1,59 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/kvwatchgen/kvwatchgen/schema"
+)
+
+// emitCheckpoint writes the bucket's typed checkpoint: the watcher's
+// caches at one revision, encodable to JSON, and the option that resumes a
+// watcher from it.
+func emitCheckpoint(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap(fmt.Sprintf("%s is the state of a %s at one revision: every cached entry, and the "+
+		"revision and filters they are exact at. It encodes to JSON; persist it, and start a later "+
+		"watcher with its Resume option to receive only what changed since.", n.Checkpoint, n.Watcher)))
+	f.Type().Id(n.Checkpoint).StructFunc(func(g *jen.Group) {
+		g.Comment("Revision is the last revision applied.")
+		g.Id("Revision").Uint64()
+		g.Comment("Filters are the subject filters the entries were watched with.")
+		g.Id("Filters").Index().String()
+		for _, k := range b.Kinds {
+			g.Comment(fmt.Sprintf("%s holds the %s entries, sorted by key.", k.GoName, k.GoName))
+			g.Id(k.GoName).Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value))
+		}
+	})
+	f.Line()
+
+	f.Comment(wrap("Checkpoint returns the watcher's caches and revision, taken atomically. " +
+		"It fails with kvwatch.ErrNotSynced before the watcher is synced. The entries are copies the " +
+		"caller owns."))
+	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("Checkpoint").Params().Params(jen.Id(n.Checkpoint), jen.Error()).BlockFunc(func(g *jen.Group) {
+		g.List(jen.Id("cp"), jen.Err()).Op(":=").Id("w").Dot("Watcher").Dot("Checkpoint").Call()
+		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id(n.Checkpoint).Values(), jen.Err()))
+		fields := jen.Dict{
+			jen.Id("Revision"): jen.Id("cp").Dot("Revision"),
+			jen.Id("Filters"):  jen.Id("cp").Dot("Filters"),
+		}
+		for i, k := range b.Kinds {
+			fields[jen.Id(k.GoName)] = jen.Id("cp").Dot("Kinds").Index(jen.Lit(i)).Assert(
+				jen.Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value)))
+		}
+		g.Return(jen.Id(n.Checkpoint).Values(fields), jen.Nil())
+	})
+	f.Line()
+
+	f.Comment(wrap(fmt.Sprintf("Resume is the option that starts a %s from cp: its caches are filled "+
+		"with cp's entries and only what changed after cp.Revision is delivered (see kvwatch.Resume "+
+		"for when it re-lists instead). The watcher takes ownership of cp's entries.", n.Watcher)))
+	f.Func().Params(jen.Id("cp").Id(n.Checkpoint)).Id("Resume").Params().Add(rt("Option")).BlockFunc(func(g *jen.Group) {
+		args := []jen.Code{jen.Id("cp").Dot("Revision"), jen.Id("cp").Dot("Filters")}
+		for _, k := range b.Kinds {
+			args = append(args, jen.Id("cp").Dot(k.GoName))
+		}
+		g.Return(rt("Resume").Call(args...))
+	})
+	f.Line()
+}

@@ -1,0 +1,213 @@
+package kvwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file is resume: a watcher hands out a checkpoint (its caches at one
+// revision), the caller persists it, and a later watcher started from it
+// catches up with only what changed, like an etcd watch from a revision or
+// a Kubernetes informer's relist avoided.
+
+// ErrNotSynced is returned by Checkpoint before the watcher is synced: the
+// caches are not a state yet.
+var ErrNotSynced = errors.New("kvwatch: watcher not synced yet")
+
+// Checkpoint is a watcher's state at one revision. Generated code turns it
+// into a typed checkpoint that encodes to JSON.
+type Checkpoint struct {
+	// Revision is the last revision applied: the caches hold every change
+	// up to it and none after.
+	Revision uint64
+	// Filters are the watcher's subject filters: a watcher resumed with
+	// scopes these do not cover re-lists.
+	Filters []string
+	// Kinds holds the entries of each binding, in the order given to
+	// Start, as []Entry[K, V] sorted by key. The values are copies.
+	Kinds []any
+}
+
+// Checkpoint returns the watcher's caches and revision, taken atomically
+// (no event is half applied). It fails with ErrNotSynced before sync.
+func (w *Watcher) Checkpoint() (Checkpoint, error) {
+	if !w.isSynced() {
+		return Checkpoint{}, ErrNotSynced
+	}
+	cp := Checkpoint{Filters: slices.Clone(w.filters), Kinds: make([]any, len(w.bindings))}
+	w.state.mu.RLock()
+	cp.Revision = w.state.revision
+	for i, b := range w.bindings {
+		cp.Kinds[i] = b.entriesLocked()
+	}
+	w.state.mu.RUnlock()
+	for i, b := range w.bindings {
+		cp.Kinds[i] = b.cloneEntries(cp.Kinds[i])
+	}
+	return cp, nil
+}
+
+// resumeFrom is what the Resume option carries.
+type resumeFrom struct {
+	revision uint64
+	filters  []string
+	kinds    []any
+}
+
+// Resume starts the watcher from a checkpoint instead of an empty state:
+// its caches are filled with the checkpoint's entries (those inside the
+// watcher's scopes; the watcher takes ownership of their values), and it
+// delivers only what changed after the checkpoint's revision:
+//
+//   - "delta": when the stream proves that nothing after the revision is
+//     lost (its first sequence is at or below revision+1; its retention
+//     cannot have expired a restored entry without a marker; the
+//     checkpoint's filters cover the watcher's), the consumer starts at
+//     revision+1 and its changes are delivered;
+//   - "relist": otherwise the state is read again; entries whose revision
+//     differs from the checkpoint's are delivered as puts, restored keys
+//     that no longer exist as deletes with FinalStateUnknown set (their
+//     last value in Prev), unchanged ones not at all.
+//
+// Stats().Resume says which path was taken. Events of either path are
+// flagged Initial until the watcher is synced. One limit: a purge that
+// removes messages above the stream's first sequence (kv.PurgeDeletes of
+// recent delete markers, a stream purge by subject) leaves no trace a
+// delta can see; keep PurgeDeletes' threshold above your checkpoints' age.
+//
+// To persist a watcher: take Watcher.Checkpoint (generated code: a typed
+// checkpoint that encodes to JSON), store it, and pass it back here.
+func Resume(revision uint64, filters []string, kinds ...any) Option {
+	return func(c *config) { c.resume = &resumeFrom{revision: revision, filters: filters, kinds: kinds} }
+}
+
+// restore fills the caches from the Resume option, if any.
+func (w *Watcher) restore() error {
+	r := w.cfg.resume
+	if r == nil {
+		return nil
+	}
+	if len(r.kinds) > len(w.bindings) {
+		return fmt.Errorf("kvwatch: resume: checkpoint has %d kinds, the watcher %d", len(r.kinds), len(w.bindings))
+	}
+	inScope := w.matchesScopes
+	if len(w.filters) == 0 {
+		inScope = func(string) bool { return false }
+	}
+	restored, oldest := 0, uint64(0)
+	for i, entries := range r.kinds {
+		n, min, err := w.bindings[i].restore(entries, inScope)
+		if err != nil {
+			return err
+		}
+		if n > 0 && (restored == 0 || min < oldest) {
+			oldest = min
+		}
+		restored += n
+	}
+	w.oldestRestored = oldest
+	w.state.revision = r.revision
+	w.restored = restored
+	return nil
+}
+
+// catchUpPlan decides how the watcher reaches its synced state: read the
+// initial state, or, when resumed, the delta from the checkpoint or a
+// re-list compared with it.
+func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
+	r := w.cfg.resume
+	if r == nil {
+		snap, err := w.snapshot(ctx)
+		if err == nil {
+			w.setRevision(snap.upTo)
+		}
+		return snap, err
+	}
+	stream, err := w.js.Stream(ctx, w.stream)
+	if err != nil {
+		return snapshotResult{}, w.streamErr(err)
+	}
+	info := stream.CachedInfo()
+	if why := w.deltaUnprovable(r, info); why != "" {
+		w.setResumePath("relist", why)
+		for _, b := range w.bindings {
+			b.beginRelist()
+		}
+		snap, err := w.snapshot(ctx)
+		if err == nil {
+			w.setRevision(snap.upTo)
+		}
+		return snap, err
+	}
+	w.setResumePath("delta", "")
+	return snapshotResult{upTo: r.revision, catchUp: info.State.LastSeq, path: pathResume}, nil
+}
+
+// deltaUnprovable returns why the changes after the checkpoint cannot be
+// proven complete from the stream, or "" when they can.
+func (w *Watcher) deltaUnprovable(r *resumeFrom, info *jetstream.StreamInfo) string {
+	st := info.State
+	switch {
+	case r.revision > st.LastSeq:
+		return fmt.Sprintf("the checkpoint's revision %d is past the stream's last sequence %d (was the bucket recreated?)", r.revision, st.LastSeq)
+	case st.FirstSeq > r.revision+1:
+		return fmt.Sprintf("the stream's first sequence %d is past the checkpoint's revision %d: retention or purges may have removed changes", st.FirstSeq, r.revision)
+	case removesSilently(info.Config) && w.restored > 0 && st.FirstSeq > w.oldestRestored:
+		return fmt.Sprintf("the stream's retention removes entries without a marker and its first sequence %d is past the oldest restored entry (%d): restored entries may have expired", st.FirstSeq, w.oldestRestored)
+	case st.Msgs == 0 && w.restored > 0:
+		return "the stream is empty (purged?) but the checkpoint is not"
+	case !filtersCover(r.filters, w.filters):
+		return "the watcher's scopes are not covered by the checkpoint's"
+	}
+	return ""
+}
+
+// removesSilently reports whether the stream's retention can remove a
+// key's current entry without writing a marker a watcher would see: max
+// age or per-message TTL without subject delete markers (KV's
+// LimitMarkerTTL), or message/byte limits that discard old messages.
+func removesSilently(cfg jetstream.StreamConfig) bool {
+	noMarkers := cfg.SubjectDeleteMarkerTTL == 0
+	return (cfg.MaxAge > 0 && noMarkers) || (cfg.AllowMsgTTL && noMarkers) ||
+		(cfg.Discard == jetstream.DiscardOld && (cfg.MaxMsgs > 0 || cfg.MaxBytes > 0))
+}
+
+// filtersCover reports whether every filter of want is matched by have:
+// equal to one, or subsumed by a "p.>" or a wildcard filter of have.
+func filtersCover(have, want []string) bool {
+	exact := make(map[string]bool, len(have))
+	tails := make(map[string]struct{})
+	var wild []string
+	for _, h := range have {
+		exact[h] = true
+		switch {
+		case !isSimpleFilter(h):
+			wild = append(wild, h)
+		case strings.HasSuffix(h, ".>"):
+			tails[strings.TrimSuffix(h, ".>")] = struct{}{}
+		}
+	}
+	for _, f := range want {
+		if !exact[f] && !coveredByTail(f, tails) && !coveredByWild(f, wild) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *Watcher) setResumePath(path, why string) {
+	w.mu.Lock()
+	w.resumePath = path
+	w.mu.Unlock()
+	attrs := []slog.Attr{slog.String("bucket", w.spec.Bucket), slog.String("path", path)}
+	if why != "" {
+		attrs = append(attrs, slog.String("why", why))
+	}
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: resuming from checkpoint", attrs...)
+}
