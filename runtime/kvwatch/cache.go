@@ -62,11 +62,15 @@ type Cache[K comparable, V any] struct {
 	kind   *Kind[K, V]
 	st     *state
 	scopes scopePrefixer
-	items  map[K]cacheItem[V] // guarded by st.mu
+	// items holds pointers: an update rewrites the item in place with one
+	// map lookup, and growing the map moves 8 bytes per entry, not the
+	// value. Items are rewritten whole, never modified field by field, so
+	// a reader's copy taken under the lock stays valid after it.
+	items map[K]*cacheItem[V] // guarded by st.mu
 }
 
 func newCache[K comparable, V any](kind *Kind[K, V]) *Cache[K, V] {
-	return &Cache[K, V]{kind: kind, st: &state{}, items: make(map[K]cacheItem[V])}
+	return &Cache[K, V]{kind: kind, st: &state{}, items: make(map[K]*cacheItem[V])}
 }
 
 // Get returns (a copy of) the current value of key.
@@ -78,13 +82,17 @@ func (c *Cache[K, V]) Get(key K) (V, bool) {
 // GetItem returns (a copy of) the current value of key with its revision.
 func (c *Cache[K, V]) GetItem(key K) (Item[V], bool) {
 	c.st.mu.RLock()
-	it, ok := c.items[key]
+	p, ok := c.items[key]
+	var it Item[V]
+	if ok {
+		it = p.Item
+	}
 	c.st.mu.RUnlock()
 	if !ok {
 		return Item[V]{}, false
 	}
 	it.Value = c.kind.clone(it.Value)
-	return it.Item, true
+	return it, true
 }
 
 // Len returns the number of cached keys.

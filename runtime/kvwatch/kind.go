@@ -146,16 +146,25 @@ func (b *Binding[K, V]) apply(w *Watcher, e *rawEntry) {
 	}
 
 	w.state.mu.Lock()
-	old, had := b.cache.items[key]
-	_, restoredUnseen := b.unseen[key]
-	delete(b.unseen, key)
-	unchanged := e.op == OpPut && had && restoredUnseen && old.Revision == e.revision
+	p, had := b.cache.items[key]
+	var old Item[V]
+	if had {
+		old = p.Item
+	}
+	unchanged := false
+	if b.unseen != nil {
+		_, restoredUnseen := b.unseen[key]
+		delete(b.unseen, key)
+		unchanged = e.op == OpPut && had && restoredUnseen && old.Revision == e.revision
+	}
 	switch {
 	case unchanged:
 		// A resumed watcher re-listing finds a restored entry as it was:
 		// nothing happened to it, nothing to tell.
+	case e.op == OpPut && had:
+		p.Item = stored
 	case e.op == OpPut:
-		b.cache.items[key] = cacheItem[V]{Item: stored, key: e.key}
+		b.cache.items[key] = &cacheItem[V]{Item: stored, key: e.key}
 	default:
 		delete(b.cache.items, key)
 	}
@@ -198,7 +207,7 @@ func (b *Binding[K, V]) restore(entries any, inScope func(string) bool) (n int, 
 		if !inScope(raw) {
 			continue
 		}
-		b.cache.items[e.Key] = cacheItem[V]{Item: Item[V]{Value: e.Value, Revision: e.Revision, Created: e.Created}, key: raw}
+		b.cache.items[e.Key] = &cacheItem[V]{Item: Item[V]{Value: e.Value, Revision: e.Revision, Created: e.Created}, key: raw}
 		if n == 0 || e.Revision < oldest {
 			oldest = e.Revision
 		}

@@ -46,31 +46,35 @@ func (w *Watcher) tail(snap snapshotResult) error {
 	if sync.done() {
 		w.markSynced()
 	}
+	// Stopping the iterator is how the context ends the loop: Next then
+	// returns at once (an option per call would allocate per message).
+	stopOnCancel := context.AfterFunc(w.ctx, it.Stop)
+	defer stopOnCancel()
 	var received uint64
 	for {
-		msg, err := it.Next(jetstream.NextContext(w.ctx))
+		msg, err := it.Next()
 		if err != nil {
 			if w.ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
 		}
-		meta, err := msg.Metadata()
-		if err != nil {
+		meta, ok := parseAckMeta(msg.Reply())
+		if !ok {
 			continue // not a JetStream message: cannot happen on a consumer
 		}
 		key, ok := w.keyOf(msg.Subject())
 		if !ok {
 			continue
 		}
-		rev := meta.Sequence.Stream
+		rev := meta.streamSeq
 		received++
-		if meta.Sequence.Consumer == 1 && received > 1 {
+		if meta.consumerSeq == 1 && received > 1 {
 			// The ordered consumer recreated itself (lost heartbeats, a
 			// reconnect): its delivery count starts over.
 			w.stats.consumerResets.Add(1)
 		}
-		w.stats.pending.Store(meta.NumPending)
+		w.stats.pending.Store(meta.pending)
 		if !w.isSynced() && sync.passed(rev) {
 			w.markSynced()
 		}
@@ -79,12 +83,12 @@ func (w *Watcher) tail(snap snapshotResult) error {
 			value:    msg.Data(),
 			op:       opOf(msg.Headers()),
 			revision: rev,
-			created:  meta.Timestamp,
+			created:  time.Unix(0, meta.timestamp),
 			initial:  !w.isSynced(),
 			ordered:  true,
 		}
 		w.deliver(&e)
-		if !w.isSynced() && sync.delivered(rev, meta.NumPending) {
+		if !w.isSynced() && sync.delivered(rev, meta.pending) {
 			w.markSynced()
 		}
 	}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// syncReaders are the ways to read the initial state of 100 scopes.
+var syncReaders = []string{"kvwatch", "watchfiltered", "watchall"}
+
+// runInitialSync loads 100k keys over 100 prefixes, then measures how fast
+// each reader gets the initial state of all 100 prefixes: the generated
+// watcher, nats.go's kv.WatchFiltered over the 100 prefixes, and
+// kv.WatchAll (the whole bucket, for reference). Then it overwrites half
+// of the keys once (interior deletes in the file store, which slow a
+// multi-filter consumer's own initial delivery) and measures again. Each
+// reader is bounded in time; one that does not finish reports its rate so
+// far.
+func runInitialSync(ctx context.Context, b *bench) error {
+	prefixes, perPrefix := 100, b.pick(1000, 500, 20)
+	bound := time.Duration(b.pick(60, 15, 10)) * time.Second
+	srv, err := startChild()
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	kv, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"})
+	if err != nil {
+		return err
+	}
+	total := prefixes * perPrefix
+	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: prefixes, PerPrefix: perPrefix, Count: total, ValueSize: 200}); err != nil {
+		return err
+	}
+	b.say("  %d keys over %d prefixes", total, prefixes)
+	var bars []barGroup
+	for _, state := range []string{"fresh", "churned"} {
+		if state == "churned" {
+			// Rewrite ids 0..perPrefix/2-1 of every prefix: half the keys.
+			half := perPrefix / 2
+			if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: prefixes, PerPrefix: half, Count: prefixes * half, ValueSize: 200, Version: 1}); err != nil {
+				return err
+			}
+			b.say("  overwrote %d keys once (50%%)", prefixes*half)
+		}
+		group := barGroup{label: state}
+		for _, name := range syncReaders {
+			rctx, cancel := context.WithTimeout(ctx, bound)
+			entries, elapsed, path, err := syncOnce(rctx, srv, kv, name, prefixes)
+			cancel()
+			rate := float64(entries) / elapsed.Seconds()
+			figName := fmt.Sprintf("initial_sync_rate_%s_%s", name, state)
+			switch {
+			case errors.Is(err, errTimeout):
+				b.reportNote(figName, rate, "entries/s", fmt.Sprintf("did not finish in %v: %d entries", bound, entries))
+			case err != nil:
+				return fmt.Errorf("%s %s: %w", name, state, err)
+			case path != "":
+				b.reportNote(figName, rate, "entries/s", "initial state read by "+path)
+			default:
+				b.report(figName, rate, "entries/s")
+			}
+			group.bars = append(group.bars, bar{series: name, value: rate})
+		}
+		bars = append(bars, group)
+	}
+	if b.charts != "" {
+		return writeChart(b.charts, "initial-sync.svg", barChart{
+			title:  fmt.Sprintf("initial sync of 100 scopes (%d keys), entries/s, log scale", total),
+			yLabel: "entries per second", groups: bars,
+			names: map[string]string{"kvwatch": "kvwatchgen watcher", "watchfiltered": "nats.go kv.WatchFiltered (100 prefixes)", "watchall": "nats.go kv.WatchAll (whole bucket)"},
+		})
+	}
+	return nil
+}
+
+// syncOnce reads the initial state of the first `prefixes` prefixes with
+// reader name and returns how many entries it got and in how long; path
+// is how the generated watcher read it.
+func syncOnce(ctx context.Context, srv *childServer, kv jetstream.KeyValue, name string, prefixes int) (entries int, elapsed time.Duration, path string, err error) {
+	start := time.Now()
+	switch name {
+	case "kvwatch":
+		list := make([]string, prefixes)
+		for i := range list {
+			list[i] = strconv.Itoa(i)
+		}
+		var count int
+		w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: list}, benchkv.BenchHandlers{
+			OnItem: func(benchkv.ItemEvent) { count++ },
+		})
+		if err != nil {
+			return 0, 0, "", err
+		}
+		defer w.Stop()
+		if err := w.WaitSynced(ctx); err != nil {
+			return w.ItemCache().Len(), time.Since(start), "", timeoutOr(err)
+		}
+		return count, time.Since(start), w.Stats().InitialState, nil
+	case "watchfiltered":
+		filters := make([]string, prefixes)
+		for i := range filters {
+			filters[i] = fmt.Sprintf("p.%d.>", i)
+		}
+		w, err := kv.WatchFiltered(ctx, filters)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		defer w.Stop()
+		n, err := drainInitial(ctx, w)
+		return n, time.Since(start), "", err
+	default:
+		w, err := kv.WatchAll(ctx)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		defer w.Stop()
+		n, err := drainInitial(ctx, w)
+		return n, time.Since(start), "", err
+	}
+}
+
+// drainInitial reads a nats.go watcher's updates until its "initial values
+// done" marker (nil) and counts them.
+func drainInitial(ctx context.Context, w jetstream.KeyWatcher) (int, error) {
+	n := 0
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				return n, nil
+			}
+			n++
+		case <-ctx.Done():
+			return n, timeoutOr(ctx.Err())
+		}
+	}
+}
+
+// timeoutOr turns a deadline into errTimeout.
+func timeoutOr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errTimeout
+	}
+	return err
+}

@@ -1,0 +1,165 @@
+// Command bench measures kvwatchgen side by side with plain nats.go, in one
+// run on one machine, so that ratios hold even where absolute numbers are
+// noise:
+//
+//	go run ./bench -scenario all                 # every scenario, full size
+//	go run ./bench -scenario consumers -quick    # one scenario, ~60 s at most
+//	go run ./bench -scenario all -json           # one JSON object per figure
+//	go run ./bench -scenario all -charts bench/charts   # also write SVG charts
+//
+// The nats-server under test runs in a child process (this binary again),
+// so its memory is measured apart from the client's. See BENCHMARKS.md for
+// what each figure means.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+)
+
+// scenario is one benchmark.
+type scenario struct {
+	name  string
+	about string
+	run   func(ctx context.Context, b *bench) error
+}
+
+var scenarios = []scenario{
+	{"consumers", "a node watching K scopes: one generated watcher vs K nats.go watchers", runConsumers},
+	{"throughput", "live updates/s through a typed watcher vs a raw ordered consumer + json.Unmarshal", runThroughput},
+	{"initial-sync", "time to sync 100 scopes of a large bucket, fresh and after churn", runInitialSync},
+	{"generator", "load and generate a 100-bucket x 10-kind schema", runGenerator},
+}
+
+// bench is what a scenario gets: where to report, and how big to go.
+type bench struct {
+	*reporter
+	scenario string
+	quick    bool
+	// tiny shrinks every size to a smoke test (the package's own test).
+	tiny bool
+	// charts is the folder to write SVG charts to, "" for none.
+	charts string
+}
+
+// report adds a figure of the running scenario.
+func (b *bench) report(name string, value float64, unit string) {
+	b.add(figure{Scenario: b.scenario, Name: name, Value: value, Unit: unit})
+}
+
+// reportNote adds a figure with a note.
+func (b *bench) reportNote(name string, value float64, unit, note string) {
+	b.add(figure{Scenario: b.scenario, Name: name, Value: value, Unit: unit, Note: note})
+}
+
+// pick returns full, quick or tiny, by mode.
+func (b *bench) pick(full, quick, tiny int) int {
+	switch {
+	case b.tiny:
+		return tiny
+	case b.quick:
+		return quick
+	}
+	return full
+}
+
+func main() {
+	if dir := os.Getenv(serveEnv); dir != "" {
+		if err := serveChild(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "bench server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var names []string
+	for _, s := range scenarios {
+		names = append(names, s.name)
+	}
+	name := fs.String("scenario", "", "scenario to run: "+strings.Join(names, ", ")+", or all")
+	quick := fs.Bool("quick", false, "smaller sizes: each scenario within about 60 s")
+	asJSON := fs.Bool("json", false, "print one JSON object per figure")
+	charts := fs.String("charts", "", "write SVG charts into this `folder`")
+	timeout := fs.Duration("timeout", 15*time.Minute, "bound on each scenario")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client process to `file`")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var selected []scenario
+	for _, s := range scenarios {
+		if *name == "all" || *name == s.name {
+			selected = append(selected, s)
+		}
+	}
+	if len(selected) == 0 {
+		fmt.Fprintf(stderr, "bench: -scenario must be one of %s or all\n", strings.Join(names, ", "))
+		fs.PrintDefaults()
+		return 2
+	}
+	if *charts != "" {
+		if err := os.MkdirAll(*charts, 0o755); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+	}
+	r := &reporter{out: stdout, json: *asJSON}
+	if err := runScenarios(r, selected, *quick, false, *charts, *timeout); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// runScenarios runs each scenario within timeout.
+func runScenarios(r *reporter, selected []scenario, quick, tiny bool, charts string, timeout time.Duration) error {
+	for _, s := range selected {
+		r.say("\n%s: %s", s.name, s.about)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		start := time.Now()
+		err := s.run(ctx, &bench{reporter: r, scenario: s.name, quick: quick, tiny: tiny, charts: charts})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		r.say("  (%s in %.1fs)", s.name, time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// median returns the median of xs (xs is sorted in place).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+// errTimeout marks a reader that did not finish in its time bound.
+var errTimeout = errors.New("did not finish in time")

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the bench's server child, as the
+// bench binary does.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(serveEnv); dir != "" {
+		if err := serveChild(dir); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Every scenario runs end to end at smoke-test sizes, prints one JSON
+// object per figure, and writes its charts: the bench stays runnable.
+func TestScenariosSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts several servers")
+	}
+	var out bytes.Buffer
+	charts := t.TempDir()
+	r := &reporter{out: &out, json: true}
+	if err := runScenarios(r, scenarios, false, true, charts, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]float64{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var f figure
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("not a JSON figure: %q: %v", sc.Text(), err)
+		}
+		if f.Scenario == "" || f.Name == "" || f.Unit == "" {
+			t.Fatalf("incomplete figure %+v", f)
+		}
+		names[f.Name] = f.Value
+	}
+	checks := map[string]float64{ // figure -> exact value it must have
+		"consumers_kvwatch_K10": 1,
+		"consumers_natsgo_K10":  10,
+	}
+	for name, want := range checks {
+		if got, ok := names[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned", "generate_seconds_100_buckets_x_10_kinds"} {
+		if v, ok := names[name]; !ok || v <= 0 {
+			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
+		}
+	}
+	for _, chart := range []string{"consumers-rss.svg", "initial-sync.svg"} {
+		b, err := os.ReadFile(filepath.Join(charts, chart))
+		if err != nil || !strings.HasPrefix(string(b), "<svg") {
+			t.Errorf("chart %s: %v", chart, err)
+		}
+	}
+}

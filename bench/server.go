@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The benchmarked nats-server runs in a child process (this binary,
+// started with -serve), so that its memory is measured apart from the
+// client's. The child also answers a few requests of its own over NATS:
+// its memory, and bulk loads and publishes, which then do not allocate in
+// the client process either.
+
+// serveEnv marks the child process; flags would not survive `go test`.
+const serveEnv = "KVWATCHGEN_BENCH_SERVE"
+
+// Subjects the child answers.
+const (
+	subjMem  = "bench.ctl.mem"
+	subjLoad = "bench.ctl.load"
+)
+
+// memReport is the child's memory, measured after a GC.
+type memReport struct {
+	RSSKiB     uint64 `json:"rss_kib"`
+	HeapKiB    uint64 `json:"heap_kib"`
+	Goroutines int    `json:"goroutines"`
+}
+
+// loadRequest asks the child to write Count entries: entry i has key
+// p.<prefix>.item.<id>, where id = i % PerPrefix and prefix =
+// (i / PerPrefix) % Prefixes, and a JSON value of about ValueSize bytes
+// that includes Version (a new version rewrites the same keys).
+type loadRequest struct {
+	Bucket    string `json:"bucket"`
+	Prefixes  int    `json:"prefixes"`
+	PerPrefix int    `json:"per_prefix"`
+	Count     int    `json:"count"`
+	ValueSize int    `json:"value_size"`
+	Version   int    `json:"version"`
+}
+
+// loadReply is the revision of the last write.
+type loadReply struct {
+	LastSeq uint64 `json:"last_seq"`
+	Error   string `json:"error,omitempty"`
+}
+
+// childServer is a running child process and a client connected to it.
+type childServer struct {
+	cmd   *exec.Cmd
+	store string
+	URL   string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+}
+
+// startChild starts this binary as a server child and connects to it.
+func startChild() (*childServer, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	store, err := os.MkdirTemp("", "kvwatchgen-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), serveEnv+"="+store)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(store)
+		return nil, err
+	}
+	c := &childServer{cmd: cmd, store: store}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
+	if err != nil || !ok {
+		c.stop()
+		return nil, fmt.Errorf("bench server did not start: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, stdout)
+	c.URL = url
+	if c.nc, err = nats.Connect(url, nats.MaxReconnects(-1)); err != nil {
+		c.stop()
+		return nil, err
+	}
+	if c.js, err = jetstream.New(c.nc); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// stop ends the child and removes its store.
+func (c *childServer) stop() {
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+	os.RemoveAll(c.store)
+}
+
+// mem asks the child for its memory after a GC.
+func (c *childServer) mem() (memReport, error) {
+	var r memReport
+	err := c.request(subjMem, nil, &r)
+	return r, err
+}
+
+// load asks the child to write keys (see loadRequest).
+func (c *childServer) load(req loadRequest) (uint64, error) {
+	var r loadReply
+	if err := c.request(subjLoad, req, &r); err != nil {
+		return 0, err
+	}
+	if r.Error != "" {
+		return 0, errors.New(r.Error)
+	}
+	return r.LastSeq, nil
+}
+
+func (c *childServer) request(subject string, body, reply any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	msg, err := c.nc.Request(subject, data, 5*time.Minute)
+	if err != nil {
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	return json.Unmarshal(msg.Data, reply)
+}
+
+// serveChild is the child process: a nats-server with JetStream storing in
+// dir, and the control requests. It prints "READY <url>" when ready and
+// runs until killed.
+func serveChild(dir string) error {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	if err != nil {
+		return err
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		return errors.New("server not ready")
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		return err
+	}
+	// At most 4,096 writes in flight: PublishAsync waits beyond that.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		return err
+	}
+	nc.Subscribe(subjMem, func(m *nats.Msg) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		reply, _ := json.Marshal(memReport{RSSKiB: rssKiB(os.Getpid()), HeapKiB: ms.HeapInuse / 1024, Goroutines: runtime.NumGoroutine()})
+		m.Respond(reply)
+	})
+	nc.Subscribe(subjLoad, func(m *nats.Msg) {
+		var req loadRequest
+		var reply loadReply
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			reply.Error = err.Error()
+		} else if reply.LastSeq, err = bulkLoad(js, req); err != nil {
+			reply.Error = err.Error()
+		}
+		data, _ := json.Marshal(reply)
+		m.Respond(data)
+	})
+	fmt.Printf("READY %s\n", s.ClientURL())
+	s.WaitForShutdown()
+	return nil
+}
+
+// bulkLoad writes the keys of req with async publishes and returns the
+// last sequence.
+func bulkLoad(js jetstream.JetStream, req loadRequest) (uint64, error) {
+	per, prefixes := max(req.PerPrefix, 1), max(req.Prefixes, 1)
+	var last jetstream.PubAckFuture
+	for i := range req.Count {
+		subject := fmt.Sprintf("$KV.%s.p.%d.item.%d", req.Bucket, (i/per)%prefixes, i%per)
+		f, err := js.PublishAsync(subject, itemValue(i, req.Version, req.ValueSize))
+		if err != nil {
+			return 0, err
+		}
+		last = f
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if last == nil {
+		return 0, nil
+	}
+	select {
+	case ack := <-last.Ok():
+		return ack.Sequence, nil
+	case err := <-last.Err():
+		return 0, err
+	}
+}
+
+// itemValue is the JSON of a benchmark item, padded to about size bytes.
+func itemValue(i, version, size int) []byte {
+	v := fmt.Sprintf(`{"name":"item-%d","owner":"team-%d","cidr":"10.%d.%d.0/24","next_hop":"10.0.0.1","metric":%d,"enabled":true,"version":%d,"tags":["a","b"],"note":"`,
+		i, i%50, (i/256)%256, i%256, i%100, version)
+	pad := max(size-len(v)-2, 0)
+	return []byte(v + strings.Repeat("x", pad) + `"}`)
+}
+
+// rssKiB reads a process's resident set size from /proc (Linux); 0 where
+// that is not available.
+func rssKiB(pid int) uint64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
