@@ -17,7 +17,7 @@ func ParseIntParam(s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q is not an int64: %w", s, errors.Unwrap(err))
 	}
-	if strconv.FormatInt(v, 10) != s {
+	if !canonicalDecimal(s, true) {
 		return 0, fmt.Errorf("%q is not in canonical form (want %q)", s, strconv.FormatInt(v, 10))
 	}
 	return v, nil
@@ -29,10 +29,23 @@ func ParseUintParam(s string) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a uint64: %w", s, errors.Unwrap(err))
 	}
-	if strconv.FormatUint(v, 10) != s {
+	if !canonicalDecimal(s, false) {
 		return 0, fmt.Errorf("%q is not in canonical form (want %q)", s, strconv.FormatUint(v, 10))
 	}
 	return v, nil
+}
+
+// canonicalDecimal reports whether s, which strconv parsed, is written as
+// FormatInt/FormatUint would write it: no '+', no leading zero, no "-0".
+// It does not allocate (formatting the number back would).
+func canonicalDecimal(s string, signed bool) bool {
+	if signed && len(s) > 1 && s[0] == '-' {
+		s = s[1:]
+		if s == "0" {
+			return false
+		}
+	}
+	return s != "" && s[0] != '+' && (s[0] != '0' || len(s) == 1)
 }
 
 // ParamError reports a key whose token for a typed parameter does not
