@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,9 +16,10 @@ import (
 var syncReaders = []string{"kvwatch", "watchfiltered", "watchall"}
 
 // runInitialSync loads 100k keys over 100 prefixes, then measures how fast
-// each reader gets the initial state of all 100 prefixes: the generated
-// watcher, nats.go's kv.WatchFiltered over the 100 prefixes, and
-// kv.WatchAll (the whole bucket, for reference). Then it overwrites half
+// each reader gets the initial state of all 100 prefixes, values decoded
+// into the same struct: the generated watcher, nats.go's kv.WatchFiltered
+// over the 100 prefixes, and kv.WatchAll (the whole bucket, for
+// reference). Then it overwrites half
 // of the keys once (interior deletes in the file store, which slow a
 // multi-filter consumer's own initial delivery) and measures again. Each
 // reader is bounded in time; one that does not finish reports its rate so
@@ -127,7 +129,9 @@ func syncOnce(ctx context.Context, srv *childServer, kv jetstream.KeyValue, name
 }
 
 // drainInitial reads a nats.go watcher's updates until its "initial values
-// done" marker (nil) and counts them.
+// done" marker (nil), decoding each value into the same struct the
+// generated watcher decodes into (a hand-written watcher needs the values
+// too), and counts them.
 func drainInitial(ctx context.Context, w jetstream.KeyWatcher) (int, error) {
 	n := 0
 	for {
@@ -135,6 +139,10 @@ func drainInitial(ctx context.Context, w jetstream.KeyWatcher) (int, error) {
 		case e := <-w.Updates():
 			if e == nil {
 				return n, nil
+			}
+			var item benchkv.Item
+			if err := json.Unmarshal(e.Value(), &item); err != nil {
+				return n, err
 			}
 			n++
 		case <-ctx.Done():

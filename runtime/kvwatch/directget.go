@@ -73,28 +73,47 @@ func apiPrefix(js jetstream.JetStream) string {
 	return "$JS.API."
 }
 
-// multiLast sends req and calls fn for every message of the answer, in the
-// order received. It returns the EOB report, errNoResults (404),
-// errTooManyResults (413), errNoDirectGet (no responders), or another
-// error.
-func (d *directGetter) multiLast(ctx context.Context, req multiLastRequest, fn func(*nats.Msg) error) (batchEnd, error) {
+// pendingRead is a request sent and not yet read: its replies collect in
+// sub.
+type pendingRead struct {
+	req    multiLastRequest
+	sub    *nats.Subscription
+	cancel func() // stop watching the context and drop the subscription
+}
+
+// send publishes req with a fresh inbox for its replies. The caller reads
+// them with receive, or drops them with cancel.
+func (d *directGetter) send(ctx context.Context, req multiLastRequest) (*pendingRead, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return batchEnd{}, err
+		return nil, err
 	}
 	inbox := d.nc.NewInbox()
 	sub, err := d.nc.SubscribeSync(inbox)
 	if err != nil {
-		return batchEnd{}, fmt.Errorf("direct get: subscribe: %w", err)
+		return nil, fmt.Errorf("direct get: subscribe: %w", err)
 	}
-	defer sub.Unsubscribe()
+	// A cancelled context ends a wait for replies by closing the
+	// subscription (cheaper than a context per reply).
+	stop := context.AfterFunc(ctx, func() { sub.Unsubscribe() })
+	p := &pendingRead{req: req, sub: sub, cancel: func() { stop(); sub.Unsubscribe() }}
 	if err := d.nc.PublishRequest(d.subject, inbox, body); err != nil {
-		return batchEnd{}, fmt.Errorf("direct get: publish: %w", err)
+		p.cancel()
+		return nil, fmt.Errorf("direct get: publish: %w", err)
 	}
+	return p, nil
+}
+
+// receive reads the answer to p, calling fn for every message in the order
+// received, and returns the EOB report, errNoResults (404),
+// errTooManyResults (413), errNoDirectGet (no responders), or another
+// error. It drops the subscription when done.
+func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg) error) (batchEnd, error) {
+	defer p.cancel()
 	for {
-		msg, err := d.next(ctx, sub)
+		msg, err := p.sub.NextMsg(d.timeout)
 		if err != nil {
-			return batchEnd{}, err
+			return batchEnd{}, fmt.Errorf("direct get: waiting for reply: %w", err)
 		}
 		status := msg.Header.Get("Status")
 		switch {
@@ -120,15 +139,13 @@ func (d *directGetter) multiLast(ctx context.Context, req multiLastRequest, fn f
 	}
 }
 
-// next waits for the next reply, at most d.timeout.
-func (d *directGetter) next(ctx context.Context, sub *nats.Subscription) (*nats.Msg, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	msg, err := sub.NextMsgWithContext(ctx)
+// read sends req and receives its answer.
+func (d *directGetter) read(ctx context.Context, req multiLastRequest, fn func(*nats.Msg) error) (batchEnd, error) {
+	p, err := d.send(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("direct get: waiting for reply: %w", err)
+		return batchEnd{}, err
 	}
-	return msg, nil
+	return d.receive(p, fn)
 }
 
 // headerUint parses a numeric header, 0 when absent or malformed.

@@ -21,6 +21,7 @@ type counters struct {
 	handlerPanics  atomic.Uint64
 	consumerResets atomic.Uint64
 	pending        atomic.Uint64
+	received       atomic.Uint64
 }
 
 // kindCounters are the statistics of one kind.
@@ -48,6 +49,18 @@ func (d *dispatcher) call(kind string, e *rawEntry, handler func()) {
 		}
 	}()
 	handler()
+}
+
+// callHandler runs handler(ev), turning a panic into a *HandlerError
+// report. It is call without the closure (which would allocate per event).
+func callHandler[E any](d *dispatcher, kind string, e *rawEntry, handler func(E), ev E) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.stats.handlerPanics.Add(1)
+			d.report(&HandlerError{Kind: kind, Key: e.key, Revision: e.revision, Panic: p})
+		}
+	}()
+	handler(ev)
 }
 
 // reportData reports an entry that could not be typed.

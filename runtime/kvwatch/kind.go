@@ -46,6 +46,10 @@ type Binding[K comparable, V any] struct {
 	// unseen holds, while a resumed watcher re-lists, the restored keys
 	// no entry has confirmed yet; those left at sync are gone.
 	unseen map[K]struct{}
+	// scratch is reused by prepare: the event goroutine prepares and
+	// commits one entry at a time, so one suffices (and spares an
+	// allocation per event).
+	scratch preparedEntry[K, V]
 }
 
 // Bind creates a Binding of kind with handler, which may be nil: the
@@ -65,7 +69,7 @@ type AnyBinding interface {
 	check() error
 	counters() *kindCounters
 	attach(w *Watcher)
-	apply(w *Watcher, e *rawEntry)
+	prepare(e *rawEntry) prepared
 	restore(entries any, inScope func(string) bool) (n int, oldest uint64, err error)
 	entriesLocked() any
 	cloneEntries(entries any) any
@@ -106,67 +110,91 @@ type rawEntry struct {
 	ordered bool
 }
 
-// apply types e, updates the cache and calls the handler. Entries that
-// cannot be typed are reported and skipped.
+// prepared is an entry typed and decoded, ready to commit: preparing
+// parses and decodes and touches nothing shared; committing updates the
+// cache and calls the handler, in stream order. Both run on the event
+// goroutine.
+type prepared interface {
+	raw() *rawEntry
+	commit(w *Watcher)
+}
+
+// preparedEntry is a prepared entry of a binding.
+type preparedEntry[K comparable, V any] struct {
+	b      *Binding[K, V]
+	e      rawEntry
+	key    K
+	value  V     // the decoded value: the handler's
+	stored V     // the cache's deep copy
+	err    error // the key did not parse (keyBad) or the value did not decode
+	keyBad bool
+}
+
+func (p *preparedEntry[K, V]) raw() *rawEntry { return &p.e }
+
+// prepare parses the key and, for a put, decodes and copies the value. The
+// result is valid until the next prepare of the binding.
+func (b *Binding[K, V]) prepare(e *rawEntry) prepared {
+	p := &b.scratch
+	*p = preparedEntry[K, V]{b: b, e: *e}
+	p.key, p.err = b.kind.ParseKey(e.key)
+	if p.err != nil {
+		p.keyBad = true
+		return p
+	}
+	if e.op == OpPut {
+		if p.value, p.err = b.kind.Codec.Decode(e.value); p.err == nil {
+			p.stored, p.err = b.safeClone(p.value)
+		}
+	}
+	return p
+}
+
+// commit updates the cache and calls the handler. Entries that could not
+// be typed are reported and skipped (a value that does not decode also
+// takes its key out of the cache: the cache holds current values only).
 //
 // Ownership: the handler owns ev.Value (the cache keeps its own copy) and
 // ev.Prev (no longer in the cache), so nothing a handler does can change
 // the cache.
-func (b *Binding[K, V]) apply(w *Watcher, e *rawEntry) {
-	key, err := b.kind.ParseKey(e.key)
-	if err != nil {
-		w.commitRevision(e)
+func (p *preparedEntry[K, V]) commit(w *Watcher) {
+	b, e := p.b, &p.e
+	if p.err != nil {
+		w.state.mu.Lock()
+		if !p.keyBad {
+			delete(b.cache.items, p.key)
+			delete(b.unseen, p.key)
+		}
+		w.commitRevisionLocked(e)
+		w.state.mu.Unlock()
 		b.stats.dataErrors.Add(1)
-		w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
+		w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: p.err})
 		return
-	}
-	ev := Event[K, V]{Op: e.op, Key: key, Revision: e.revision, Created: e.created, Initial: e.initial}
-	var stored Item[V]
-	if e.op == OpPut {
-		v, err := b.kind.Codec.Decode(e.value)
-		if err != nil {
-			w.state.mu.Lock()
-			delete(b.cache.items, key)
-			delete(b.unseen, key)
-			w.commitRevisionLocked(e)
-			w.state.mu.Unlock()
-			b.stats.dataErrors.Add(1)
-			w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
-			return
-		}
-		ev.Value = v
-		copied, err := b.safeClone(v)
-		if err != nil {
-			b.stats.dataErrors.Add(1)
-			w.commitRevision(e)
-			w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: err})
-			return
-		}
-		stored = Item[V]{Value: copied, Revision: e.revision, Created: e.created}
 	}
 
 	w.state.mu.Lock()
-	p, had := b.cache.items[key]
+	item, had := b.cache.items[p.key]
 	var old Item[V]
 	if had {
-		old = p.Item
+		old = item.Item
 	}
 	unchanged := false
 	if b.unseen != nil {
-		_, restoredUnseen := b.unseen[key]
-		delete(b.unseen, key)
+		_, restoredUnseen := b.unseen[p.key]
+		delete(b.unseen, p.key)
 		unchanged = e.op == OpPut && had && restoredUnseen && old.Revision == e.revision
 	}
+	stored := Item[V]{Value: p.stored, Revision: e.revision, Created: e.created}
 	switch {
 	case unchanged:
 		// A resumed watcher re-listing finds a restored entry as it was:
 		// nothing happened to it, nothing to tell.
 	case e.op == OpPut && had:
-		p.Item = stored
+		item.Item = stored
 	case e.op == OpPut:
-		b.cache.items[key] = &cacheItem[V]{Item: stored, key: e.key}
+		b.cache.items[p.key] = &cacheItem[V]{Item: stored, key: e.key}
 	default:
-		delete(b.cache.items, key)
+		delete(b.cache.items, p.key)
 	}
 	w.commitRevisionLocked(e)
 	w.state.mu.Unlock()
@@ -174,11 +202,13 @@ func (b *Binding[K, V]) apply(w *Watcher, e *rawEntry) {
 	if unchanged || (e.op != OpPut && e.initial && !had) {
 		return // nothing changed, or a delete of a key the state never had
 	}
-	ev.Prev, ev.HasPrev = old.Value, had
 	b.stats.count(e.op)
-	if b.handler != nil {
-		w.disp.call(b.kind.Name, e, func() { b.handler(ev) })
+	if b.handler == nil {
+		return
 	}
+	ev := Event[K, V]{Op: e.op, Key: p.key, Value: p.value, Prev: old.Value, HasPrev: had,
+		Revision: e.revision, Created: e.created, Initial: e.initial}
+	callHandler(&w.disp, b.kind.Name, e, b.handler, ev)
 }
 
 // safeClone deep-copies v for the cache; a copy function that panics (an
@@ -257,7 +287,7 @@ func (b *Binding[K, V]) endRelist(w *Watcher, revision uint64) {
 		b.stats.count(OpDelete)
 		if b.handler != nil {
 			raw := &rawEntry{key: b.kind.FormatKey(e.Key), revision: revision}
-			w.disp.call(b.kind.Name, raw, func() { b.handler(ev) })
+			callHandler(&w.disp, b.kind.Name, raw, b.handler, ev)
 		}
 	}
 }

@@ -380,6 +380,7 @@ func TestCheckpointUnderConcurrentWrites(t *testing.T) {
 func TestStatsShowInitialProgress(t *testing.T) {
 	js, kv := setup(t)
 	writeKeys(t, kv, "a", 1200)
+	put(t, kv, "vpc.a.route.r600", route{CIDR: "again"}) // an interior delete: read by direct get
 	release := make(chan struct{})
 	first := true
 	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {

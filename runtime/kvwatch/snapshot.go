@@ -16,23 +16,23 @@ import (
 // must go on.
 type snapshotResult struct {
 	// upTo is S: the state read holds, per key, its newest entry at or
-	// below revision S; the tail starts at S+1.
+	// below revision S; the tail starts at S+1. With viaConsumer, 0.
 	upTo uint64
-	// catchUp is L >= S. When the read took several requests, a key
-	// overwritten after S but before its request was answered is missing
-	// from it (history 1 drops the older entry); its newer entry is at or
-	// below L, so the watcher is synced only once the tail has passed L.
-	// catchUp == upTo when the read was one atomic request.
+	// catchUp is L >= S: the watcher is synced once the tail has applied
+	// every revision up to L. L == S when the state was read in one
+	// atomic request. When it took several, a key overwritten after S but
+	// before its request was answered is missing from the read (with
+	// history 1 the older entry is gone); its newer entry is at or below
+	// L, measured after the read.
 	catchUp uint64
-	// viaConsumer is set when the stream cannot be read without a
-	// consumer (no direct get): the consumer delivers the initial state
-	// itself (last per subject).
+	// viaConsumer is set when the consumer delivers the initial state
+	// itself (last per subject) instead of a read without a consumer.
 	viaConsumer bool
 	// path names the way the state was read, for logs and Stats.
 	path string
 }
 
-// Names of the ways the initial state is read.
+// Names of the ways the initial state is read (Stats.InitialState).
 const (
 	pathDirect        = "direct-get"
 	pathDirectListing = "direct-get-listing"
@@ -40,107 +40,146 @@ const (
 	pathResume        = "resume"
 )
 
-// snapshot reads the current entry of every key in the filters without a
-// consumer and delivers each as an initial event.
+// snapshot reads the current entry of every key in the watcher's filters
+// and delivers each as an initial event, choosing the way from what the
+// stream reports:
 //
-// The first request carries every filter and no up_to_seq: the server
-// answers it in isolation from writes, so when it fits in one answer the
-// state is exact as of the revision the EOB reports. When more than 1,024
-// subjects match, the subjects are listed first and read in chunks of
-// explicit subjects, pinned at one revision.
+//   - no direct get allowed, or no interior deletes (nothing was ever
+//     overwritten or deleted, the case where a consumer's own
+//     last-per-subject delivery is fastest): the consumer delivers the
+//     state, and the watcher is synced once it has passed the stream's
+//     last sequence as it was before the consumer was created;
+//   - otherwise (the usual state of a long-lived, overwritten bucket,
+//     where that delivery slows down by orders of magnitude) the state is
+//     read without a consumer, by batched direct get (readState).
 func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	stream, err := w.js.Stream(ctx, w.stream)
 	if err != nil {
 		return snapshotResult{}, w.streamErr(err)
 	}
 	info := stream.CachedInfo()
-	if !info.Config.AllowDirect {
-		return snapshotResult{viaConsumer: true, path: pathConsumer}, nil
+	last := info.State.LastSeq
+	if !info.Config.AllowDirect || (info.State.NumDeleted == 0 && w.cfg.resume == nil) {
+		return snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}, nil
 	}
-	before := info.State.LastSeq
+	res, err := w.readState(ctx, stream, w.filters, 0, last)
+	if errors.Is(err, errNoDirectGet) {
+		return snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}, nil
+	}
+	return res, err
+}
+
+// readState reads the newest entry of every key matching filters, without
+// a consumer, and delivers the puts as initial events. With pinAt zero the
+// first request is unpinned: the server answers it in isolation from
+// writes, so when it fits in one answer the state is exact as of the
+// revision its EOB reports. Otherwise (more than 1,024 keys, or pinAt set)
+// every request is pinned at one revision: pinAt, or before, the stream's
+// last sequence when the read began.
+func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, pinAt, before uint64) (snapshotResult, error) {
 	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
-
-	upTo, requests, err := w.readPages(ctx, dg, multiLastRequest{MultiLast: w.filters})
-	switch {
-	case errors.Is(err, errNoResults):
-		// Nothing in scope now, so nothing at `before` either (a key
-		// deleted since still has its delete marker, which would match).
-		return snapshotResult{upTo: before, catchUp: before, path: pathDirect}, nil
-	case errors.Is(err, errTooManyResults):
-		return w.snapshotByListing(ctx, dg, stream)
-	case errors.Is(err, errNoDirectGet):
-		return snapshotResult{viaConsumer: true, path: pathConsumer}, nil
-	case err != nil:
-		return snapshotResult{}, err
-	}
-	res := snapshotResult{upTo: upTo, catchUp: upTo, path: pathDirect}
-	if requests > 1 {
-		if res.catchUp, err = w.lastSeq(ctx, stream); err != nil {
+	if pinAt == 0 {
+		end, err := dg.read(ctx, multiLastRequest{MultiLast: filters}, w.deliverSnapshotMsg)
+		switch {
+		case err == nil && end.pending == 0:
+			return snapshotResult{upTo: end.upTo, catchUp: end.upTo, path: pathDirect}, nil
+		case errors.Is(err, errNoResults):
+			// Nothing in scope now, so nothing at `before` either (a key
+			// deleted since still has its delete marker, which matches).
+			return snapshotResult{upTo: before, catchUp: before, path: pathDirect}, nil
+		case err != nil && !errors.Is(err, errTooManyResults):
 			return snapshotResult{}, err
+		case err == nil:
+			// A byte limit cut the answer short: read the rest pinned at
+			// the revision it reported.
+			before = end.upTo
 		}
+		pinAt = before
 	}
-	return res, nil
-}
-
-// readPages sends req, and again from where a byte limit cut the answer
-// short, delivering every entry. It returns the revision the answers are
-// as of and how many requests it took (one request is atomic).
-func (w *Watcher) readPages(ctx context.Context, dg *directGetter, req multiLastRequest) (upTo uint64, requests int, err error) {
-	for {
-		end, err := dg.multiLast(ctx, req, w.deliverSnapshotMsg)
-		requests++
-		if errors.Is(err, errNoResults) && requests > 1 {
-			return upTo, requests, nil // the rest vanished between pages
-		}
-		if err != nil {
-			return upTo, requests, err
-		}
-		upTo = end.upTo
-		if end.pending == 0 {
-			return upTo, requests, nil
-		}
-		req.UpToSeq, req.Seq = end.upTo, end.lastSeq+1
-	}
-}
-
-// snapshotByListing reads a state too large for one multi_last answer:
-// list the matching subjects (stream info with a subject filter), then read
-// them in chunks of explicit subjects, all pinned at the stream's last
-// revision when listing began.
-func (w *Watcher) snapshotByListing(ctx context.Context, dg *directGetter, stream jetstream.Stream) (snapshotResult, error) {
-	upTo, err := w.lastSeq(ctx, stream)
+	path, err := w.readPinned(ctx, dg, stream, filters, pinAt)
 	if err != nil {
 		return snapshotResult{}, err
 	}
-	subjects := make(map[string]struct{})
-	for _, f := range w.filters {
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(f))
-		if err != nil {
-			return snapshotResult{}, fmt.Errorf("kvwatch: listing %s: %w", f, w.streamErr(err))
-		}
-		for s := range info.State.Subjects {
-			subjects[s] = struct{}{}
-		}
-	}
-	sorted := slices.Sorted(maps.Keys(subjects))
-	w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: reading initial state by listing",
-		slog.String("bucket", w.spec.Bucket), slog.Int("subjects", len(sorted)), slog.Uint64("up_to", upTo))
-	for chunk := range slices.Chunk(sorted, maxMultiLastSubjects) {
-		_, _, err := w.readPages(ctx, dg, multiLastRequest{MultiLast: chunk, UpToSeq: upTo})
-		if err != nil && !errors.Is(err, errNoResults) {
-			return snapshotResult{}, err
-		}
-	}
-	catchUp, err := w.lastSeq(ctx, stream)
+	last, err := w.lastSeq(ctx, stream)
 	if err != nil {
 		return snapshotResult{}, err
 	}
-	return snapshotResult{upTo: upTo, catchUp: catchUp, path: pathDirectListing}, nil
+	return snapshotResult{upTo: pinAt, catchUp: max(last, pinAt), path: path}, nil
+}
+
+// readWindow is how many direct get requests are in flight at once: the
+// server prepares the next answers while the watcher decodes one.
+const readWindow = 4
+
+// readPinned reads filters pinned at revision upTo: one request per
+// filter, pipelined; a filter matching more than 1,024 keys is listed and
+// read in chunks of explicit subjects; an answer cut short by a byte
+// limit is continued from its last sequence. It returns the path taken.
+func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetstream.Stream, filters []string, upTo uint64) (string, error) {
+	path := pathDirect
+	queue := make([]multiLastRequest, 0, len(filters))
+	for _, f := range filters {
+		queue = append(queue, multiLastRequest{MultiLast: []string{f}, UpToSeq: upTo})
+	}
+	var inflight []*pendingRead
+	defer func() {
+		for _, p := range inflight {
+			p.cancel()
+		}
+	}()
+	for len(queue) > 0 || len(inflight) > 0 {
+		for len(inflight) < readWindow && len(queue) > 0 {
+			p, err := dg.send(ctx, queue[0])
+			if err != nil {
+				return "", err
+			}
+			inflight, queue = append(inflight, p), queue[1:]
+		}
+		p := inflight[0]
+		inflight = inflight[1:]
+		end, err := dg.receive(p, w.deliverSnapshotMsg)
+		switch {
+		case errors.Is(err, errNoResults):
+		case errors.Is(err, errTooManyResults) && len(p.req.MultiLast) == 1:
+			chunks, err := w.listSubjects(ctx, stream, p.req.MultiLast[0], upTo)
+			if err != nil {
+				return "", err
+			}
+			queue = append(queue, chunks...)
+			path = pathDirectListing
+		case err != nil:
+			return "", err
+		case end.pending > 0:
+			next := p.req
+			next.Seq = end.lastSeq + 1
+			queue = append(queue, next)
+		}
+	}
+	return path, nil
+}
+
+// listSubjects lists the subjects matching filter (stream info with a
+// subject filter) and returns requests for them in chunks of at most
+// 1,024 explicit subjects, pinned at upTo.
+func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, filter string, upTo uint64) ([]multiLastRequest, error) {
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("kvwatch: listing %s: %w", filter, w.streamErr(err))
+	}
+	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
+	w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: more than 1,024 keys under a filter: listing them",
+		slog.String("filter", filter), slog.Int("subjects", len(subjects)))
+	var reqs []multiLastRequest
+	for chunk := range slices.Chunk(subjects, maxMultiLastSubjects) {
+		reqs = append(reqs, multiLastRequest{MultiLast: chunk, UpToSeq: upTo})
+	}
+	return reqs, nil
 }
 
 // deliverSnapshotMsg delivers one entry of the initial state. Deletes and
 // purges are the absence of a key: nothing to deliver.
 func (w *Watcher) deliverSnapshotMsg(msg *nats.Msg) error {
+	w.stats.received.Add(1)
 	w.stats.pending.Store(headerUint(msg, "Nats-Num-Pending"))
 	e, ok := w.directEntry(msg)
 	if !ok || e.op != OpPut {

@@ -22,15 +22,21 @@ type Stats struct {
 	// entries not yet delivered (progress); afterwards, messages on the
 	// server the watcher has not received yet (lag behind the stream).
 	Pending uint64
+	// Received counts the entries received from the server: initial
+	// state reads and consumer messages. It is what watching costs the
+	// network; re-scoping adds only the added scopes' entries to it.
+	Received uint64
 	// Synced reports whether the initial state has been delivered.
 	Synced bool
 	// Filters is the number of subject filters on the watcher's consumer.
 	Filters int
-	// InitialState is how the initial state was read: "direct-get" (one
-	// batched read without a consumer), "direct-get-listing" (more than
-	// 1,024 keys: listed, then read in chunks), "consumer" (the stream
-	// does not allow direct get), "resume" (the delta after a checkpoint),
-	// or "" (not read yet, or nothing to watch).
+	// InitialState is how the initial state was read: "direct-get"
+	// (batched reads without a consumer), "direct-get-listing" (a scope
+	// held more than 1,024 keys: listed, then read in chunks), "consumer"
+	// (the consumer's own last-per-subject delivery: the stream has no
+	// interior deletes, where that is fastest, or does not allow direct
+	// get), "resume" (the delta after a checkpoint), or "" (not read yet,
+	// or nothing to watch).
 	InitialState string
 	// Resume is how a watcher started from a checkpoint caught up: "delta"
 	// (only the changes after the checkpoint's revision), "relist" (the
@@ -56,6 +62,7 @@ func (w *Watcher) Stats() Stats {
 		HandlerPanics:  w.stats.handlerPanics.Load(),
 		ConsumerResets: w.stats.consumerResets.Load(),
 		Pending:        w.stats.pending.Load(),
+		Received:       w.stats.received.Load(),
 		Synced:         w.isSynced(),
 		Filters:        len(w.filters),
 	}

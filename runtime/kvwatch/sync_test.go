@@ -108,3 +108,28 @@ func TestSyncWithoutDirectGet(t *testing.T) {
 	put(t, kv, "vpc.a", vpcConfig{Name: "live"})
 	r.waitFor(t, "a live event", func(ev []got, _ []error) bool { return len(ev) == len(keys)+1 })
 }
+
+// The initial state is read the fastest way the stream allows: by the
+// consumer itself while nothing was ever overwritten or deleted (no
+// interior deletes), by direct get once something was.
+func TestInitialStatePathFollowsTheStream(t *testing.T) {
+	js, kv := setup(t)
+	keys := writeKeys(t, kv, "a", 30)
+	for _, c := range []struct {
+		change func()
+		want   string
+	}{
+		{func() {}, "consumer"},
+		{func() { put(t, kv, keys[3], route{CIDR: "overwritten"}) }, "direct-get"},
+	} {
+		c.change()
+		r := newRecorder()
+		w := startNetwork(t, js, vpcs("a"), r)
+		waitSynced(t, w)
+		checkSyncedState(t, r, keys)
+		if got := w.Stats().InitialState; got != c.want {
+			t.Errorf("InitialState = %q, want %q", got, c.want)
+		}
+		w.Stop()
+	}
+}

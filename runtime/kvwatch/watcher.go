@@ -284,20 +284,38 @@ func (w *Watcher) matchesScopes(key string) bool {
 	return false
 }
 
-// deliver routes one raw entry to the binding whose template it matches.
-func (w *Watcher) deliver(e *rawEntry) {
+// deliver prepares and commits one raw entry on the event goroutine.
+func (w *Watcher) deliver(e *rawEntry) { w.prepare(e).commit(w) }
+
+// prepare routes one raw entry to the binding whose template it matches
+// and prepares it there. Entries outside the scopes (possible only when
+// normalization widened the filters) and entries matching no template
+// only advance the revision; the latter are also reported.
+func (w *Watcher) prepare(e *rawEntry) prepared {
 	if !w.inScope(e.key) {
-		w.commitRevision(e)
-		return
+		return &skippedEntry{e: *e}
 	}
 	for i, t := range w.templates {
 		if t.Match(e.key) {
-			w.bindings[i].apply(w, e)
-			return
+			return w.bindings[i].prepare(e)
 		}
 	}
-	w.commitRevision(e)
-	w.disp.reportData(&UnknownKeyError{Key: e.key, Revision: e.revision})
+	return &skippedEntry{e: *e, unknown: true}
+}
+
+// skippedEntry is an entry no binding takes.
+type skippedEntry struct {
+	e       rawEntry
+	unknown bool // in scope, but matching no template: reported
+}
+
+func (s *skippedEntry) raw() *rawEntry { return &s.e }
+
+func (s *skippedEntry) commit(w *Watcher) {
+	w.commitRevision(&s.e)
+	if s.unknown {
+		w.disp.reportData(&UnknownKeyError{Key: s.e.key, Revision: s.e.revision})
+	}
 }
 
 // commitRevision records that an ordered entry was applied.
