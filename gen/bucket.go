@@ -21,6 +21,7 @@ func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
 	emitScopes(f, b)
 	emitHandlers(f, b)
 	emitWatcher(f, b)
+	emitSetScopes(f, b)
 	emitCheckpoint(f, b)
 	emitClient(f, b)
 	return f

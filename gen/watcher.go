@@ -183,6 +183,21 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 	f.Line()
 }
 
+// emitSetScopes writes the typed SetScopes of the watcher.
+func emitSetScopes(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap("SetScopes changes what the watcher watches while it runs, still with one consumer: " +
+		"keys of removed scopes are delivered as deletes with LeftScope set, added scopes are read " +
+		"and delivered as initial events, and no change is lost or delivered twice (see " +
+		"kvwatch.Watcher.SetScopes). It waits until the watcher is synced; do not call it from a handler."))
+	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("SetScopes").Params(
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("scopes").Id(n.Scopes),
+	).Error().Block(
+		jen.Return(jen.Id("w").Dot("Watcher").Dot("SetScopes").Call(jen.Id("ctx"), jen.Id("scopes").Dot("KVWatchScopes").Call())),
+	)
+	f.Line()
+}
+
 // cacheField is the unexported watcher field holding a kind's cache.
 func cacheField(k *schema.Kind) string { return "cache" + k.GoName }
 

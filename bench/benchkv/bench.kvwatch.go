@@ -145,6 +145,15 @@ func WatchBench(ctx context.Context, js jetstream.JetStream, scopes BenchScopes,
 	}, nil
 }
 
+// SetScopes changes what the watcher watches while it runs, still with one
+// consumer: keys of removed scopes are delivered as deletes with LeftScope
+// set, added scopes are read and delivered as initial events, and no change
+// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It waits until
+// the watcher is synced; do not call it from a handler.
+func (w *BenchWatcher) SetScopes(ctx context.Context, scopes BenchScopes) error {
+	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
 // BenchCheckpoint is the state of a BenchWatcher at one revision: every
 // cached entry, and the revision and filters they are exact at. It encodes to
 // JSON; persist it, and start a later watcher with its Resume option to

@@ -63,6 +63,11 @@ type Event[K comparable, V any] struct {
 	// Prev is the last value the watcher knew, Revision the one it
 	// synced at.
 	FinalStateUnknown bool
+	// LeftScope is set on an OpDelete that SetScopes delivered for a key
+	// outside the watcher's new scopes: the key still exists in the bucket,
+	// the watcher no longer watches it. Prev is its last value, Revision
+	// the watcher's revision at the change.
+	LeftScope bool
 }
 
 // itoa formats u without importing strconv into every file that needs it.

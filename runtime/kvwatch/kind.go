@@ -76,6 +76,7 @@ type AnyBinding interface {
 	lenLocked() int
 	beginRelist()
 	endRelist(w *Watcher, revision uint64)
+	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
 }
 
 func (b *Binding[K, V]) kindName() string        { return b.kind.Name }
@@ -274,16 +275,31 @@ func (b *Binding[K, V]) endRelist(w *Watcher, revision uint64) {
 	if b.unseen == nil {
 		return
 	}
+	unseen := b.unseen
+	b.unseen = nil
+	b.remove(w, revision, func(k K, _ string) bool { _, ok := unseen[k]; return ok },
+		func(ev *Event[K, V]) { ev.Initial, ev.FinalStateUnknown = true, true })
+}
+
+// leaveScope removes the keys outside the watcher's new scopes, delivering
+// each as a delete with LeftScope set.
+func (b *Binding[K, V]) leaveScope(w *Watcher, inScope func(string) bool, revision uint64) {
+	b.remove(w, revision, func(_ K, raw string) bool { return !inScope(raw) },
+		func(ev *Event[K, V]) { ev.LeftScope = true })
+}
+
+// remove takes the entries that match out of the cache and delivers each
+// as an OpDelete carrying its last value, in key order, marked by mark.
+func (b *Binding[K, V]) remove(w *Watcher, revision uint64, match func(K, string) bool, mark func(*Event[K, V])) {
 	w.state.mu.Lock()
-	gone := b.cache.listLocked(func(k K, _ string) bool { _, ok := b.unseen[k]; return ok })
+	gone := b.cache.listLocked(match)
 	for _, e := range gone {
 		delete(b.cache.items, e.Key)
 	}
-	b.unseen = nil
 	w.state.mu.Unlock()
 	for _, e := range gone {
-		ev := Event[K, V]{Op: OpDelete, Key: e.Key, Prev: e.Value, HasPrev: true, Revision: revision,
-			Initial: true, FinalStateUnknown: true}
+		ev := Event[K, V]{Op: OpDelete, Key: e.Key, Prev: e.Value, HasPrev: true, Revision: revision}
+		mark(&ev)
 		b.stats.count(OpDelete)
 		if b.handler != nil {
 			raw := &rawEntry{key: b.kind.FormatKey(e.Key), revision: revision}

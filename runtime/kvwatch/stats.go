@@ -64,7 +64,7 @@ func (w *Watcher) Stats() Stats {
 		Pending:        w.stats.pending.Load(),
 		Received:       w.stats.received.Load(),
 		Synced:         w.isSynced(),
-		Filters:        len(w.filters),
+		Filters:        len(w.currentFilters()),
 	}
 	w.state.mu.RLock()
 	s.LastRevision = w.state.revision

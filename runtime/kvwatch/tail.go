@@ -46,10 +46,22 @@ func (w *Watcher) tail(snap snapshotResult) error {
 		return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
 	}
 	defer w.deleteConsumer(cons)
-	// Stopping the iterator is how the context ends reading: Next then
-	// returns at once (an option per call would allocate per message).
+	// Stopping the iterator is how the context and SetScopes end reading:
+	// Next then returns at once (an option per call would allocate per
+	// message).
 	stopOnCancel := context.AfterFunc(w.ctx, it.Stop)
 	defer stopOnCancel()
+	w.mu.Lock()
+	w.stopTail = it.Stop
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.stopTail = nil
+		w.mu.Unlock()
+	}()
+	if err := w.pendingRescope(); err != nil {
+		return err // a SetScopes call came before this consumer started
+	}
 
 	tracker := newSyncTracker(snap, cons.CachedInfo())
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing",
@@ -64,6 +76,9 @@ func (w *Watcher) tail(snap snapshotResult) error {
 		if err != nil {
 			if w.ctx.Err() != nil {
 				return nil
+			}
+			if rs := w.pendingRescope(); rs != nil {
+				return rs
 			}
 			return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
 		}

@@ -54,6 +54,10 @@ type Watcher struct {
 	err        error  // terminal error, set before done is closed
 	statePath  string // how the initial state was read (Stats)
 	resumePath string // how a resumed watcher caught up (Stats)
+	stopTail   func() // stops the running consumer iterator, if any
+
+	setMu   sync.Mutex           // serializes SetScopes calls
+	rescope chan *rescopeRequest // SetScopes requests for the event goroutine
 }
 
 // Start validates scopes, checks that the bucket exists and starts
@@ -78,6 +82,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		bindings:      bindings,
 		done:          make(chan struct{}),
 		synced:        make(chan struct{}),
+		rescope:       make(chan *rescopeRequest, 1),
 	}
 	w.disp = dispatcher{cfg: &w.cfg, stats: &w.stats}
 	var err error
@@ -146,14 +151,10 @@ func (w *Watcher) keyPrefixes(scopes Scopes) ([]string, error) {
 	return out, nil
 }
 
-// run is the event goroutine: initial state, then live changes.
+// run is the event goroutine: initial state, then live changes, and
+// re-scoping in between.
 func (w *Watcher) run() {
 	defer close(w.done)
-	if len(w.filters) == 0 {
-		w.markSynced()
-		<-w.ctx.Done()
-		return
-	}
 	err := w.watch()
 	if err != nil && w.ctx.Err() == nil {
 		w.setErr(err)
@@ -162,19 +163,55 @@ func (w *Watcher) run() {
 			w.cfg.onError(err)
 		}
 	}
+	// A SetScopes call still waiting learns that the watch is over.
+	if err := w.pendingRescope(); err != nil {
+		finishRescope(err.(*errRescope).req, w.stoppedErr())
+	}
 }
 
-// watch reads the initial state (or resumes), then tails, until the
-// context ends or an error that retrying cannot fix.
+// watch reads the initial state (or resumes), then tails, applying
+// SetScopes requests between tails, until the context ends or an error
+// that retrying cannot fix.
 func (w *Watcher) watch() error {
-	snap, err := w.catchUpPlan(w.ctx)
-	if err != nil {
-		return err
+	var snap snapshotResult
+	if len(w.filters) > 0 {
+		var err error
+		if snap, err = w.catchUpPlan(w.ctx); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		w.statePath = snap.path
+		w.mu.Unlock()
 	}
-	w.mu.Lock()
-	w.statePath = snap.path
-	w.mu.Unlock()
-	return w.tail(snap)
+	for {
+		var err error
+		if len(w.filters) == 0 {
+			w.markSynced()
+			err = w.idle()
+		} else {
+			err = w.tail(snap)
+		}
+		var rs *errRescope
+		if !errors.As(err, &rs) {
+			return err
+		}
+		snap, err = w.applyRescope(rs.req)
+		finishRescope(rs.req, err)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// idle waits, with nothing to watch and no consumer, for the end or for a
+// SetScopes request.
+func (w *Watcher) idle() error {
+	select {
+	case <-w.ctx.Done():
+		return nil
+	case req := <-w.rescope:
+		return &errRescope{req: req}
+	}
 }
 
 // markSynced records that the watcher is synced, once: a resumed watcher
@@ -258,7 +295,7 @@ func (w *Watcher) Stop() {
 
 // Filters returns the normalized subject filters of the watcher's consumer,
 // sorted; none when it watches nothing. The caller owns the slice.
-func (w *Watcher) Filters() []string { return slices.Clone(w.filters) }
+func (w *Watcher) Filters() []string { return slices.Clone(w.currentFilters()) }
 
 // Bucket returns the watched bucket's name.
 func (w *Watcher) Bucket() string { return w.spec.Bucket }

@@ -331,6 +331,15 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 	}, nil
 }
 
+// SetScopes changes what the watcher watches while it runs, still with one
+// consumer: keys of removed scopes are delivered as deletes with LeftScope
+// set, added scopes are read and delivered as initial events, and no change
+// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It waits until
+// the watcher is synced; do not call it from a handler.
+func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) error {
+	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
 // NetworkCheckpoint is the state of a NetworkWatcher at one revision: every
 // cached entry, and the revision and filters they are exact at. It encodes to
 // JSON; persist it, and start a later watcher with its Resume option to

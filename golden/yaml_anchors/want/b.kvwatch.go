@@ -130,6 +130,15 @@ func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHand
 	}, nil
 }
 
+// SetScopes changes what the watcher watches while it runs, still with one
+// consumer: keys of removed scopes are delivered as deletes with LeftScope
+// set, added scopes are read and delivered as initial events, and no change
+// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It waits until
+// the watcher is synced; do not call it from a handler.
+func (w *BWatcher) SetScopes(ctx context.Context, scopes BScopes) error {
+	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
 // BCheckpoint is the state of a BWatcher at one revision: every cached entry,
 // and the revision and filters they are exact at. It encodes to JSON; persist
 // it, and start a later watcher with its Resume option to receive only what
