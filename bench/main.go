@@ -36,6 +36,7 @@ var scenarios = []scenario{
 	{"consumers", "a node watching K scopes: one generated watcher vs K nats.go watchers", runConsumers},
 	{"throughput", "live updates/s through a typed watcher vs a raw ordered consumer + json.Unmarshal", runThroughput},
 	{"initial-sync", "time to sync 100 scopes of a large bucket, fresh and after churn", runInitialSync},
+	{"rescope", "add one scope to a running watcher: SetScopes vs recreating a nats.go watcher", runRescope},
 	{"generator", "load and generate a 100-bucket x 10-kind schema", runGenerator},
 }
 

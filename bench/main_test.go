@@ -56,7 +56,7 @@ func TestScenariosSmoke(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
-	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned", "generate_seconds_100_buckets_x_10_kinds"} {
+	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned", "generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key"} {
 		if v, ok := names[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
 		}

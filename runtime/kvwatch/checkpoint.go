@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -181,20 +180,9 @@ func removesSilently(cfg jetstream.StreamConfig) bool {
 // filtersCover reports whether every filter of want is matched by have:
 // equal to one, or subsumed by a "p.>" or a wildcard filter of have.
 func filtersCover(have, want []string) bool {
-	exact := make(map[string]bool, len(have))
-	tails := make(map[string]struct{})
-	var wild []string
-	for _, h := range have {
-		exact[h] = true
-		switch {
-		case !isSimpleFilter(h):
-			wild = append(wild, h)
-		case strings.HasSuffix(h, ".>"):
-			tails[strings.TrimSuffix(h, ".>")] = struct{}{}
-		}
-	}
+	m := newFilterMatcher(have)
 	for _, f := range want {
-		if !exact[f] && !coveredByTail(f, tails) && !coveredByWild(f, wild) {
+		if !m.matches(f) {
 			return false
 		}
 	}

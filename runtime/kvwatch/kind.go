@@ -179,6 +179,13 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 	if had {
 		old = item.Item
 	}
+	if had && w.dedupe.covers(e) && old.Revision >= e.revision || !had && w.dedupe.covers(e) {
+		// Replayed after SetScopes: the read of the added scope already
+		// holds this revision or a newer one (or the key's deletion).
+		w.commitRevisionLocked(e)
+		w.state.mu.Unlock()
+		return
+	}
 	unchanged := false
 	if b.unseen != nil {
 		_, restoredUnseen := b.unseen[p.key]

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // This file is live re-scoping: SetScopes changes what a running watcher
@@ -18,10 +22,23 @@ type rescopeRequest struct {
 	filters      []string
 	widened      bool
 	done         chan error // receives the outcome, once
+	once         sync.Once
 }
 
-// errRescope ends the tail so that the event goroutine can apply req.
-type errRescope struct{ req *rescopeRequest }
+// finish reports the outcome to the SetScopes call; only the first
+// outcome counts.
+func (r *rescopeRequest) finish(err error) {
+	r.once.Do(func() { r.done <- err })
+}
+
+// errRescope ends the tail so that the event goroutine can apply req. The
+// tail hands over its consumer, still on the server, with it: whether the
+// consumer had anything left to deliver decides where the next one starts,
+// and applyRescope deletes it.
+type errRescope struct {
+	req  *rescopeRequest
+	cons jetstream.Consumer // nil when no consumer was running
+}
 
 func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 
@@ -38,8 +55,9 @@ func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 //  4. one consumer with the new filter set starts at R+1, so that no
 //     change to any scope is lost or delivered twice.
 //
-// It returns once that is done, or with ctx's error (the change then still
-// completes in the background). Values are checked first (*ScopeError).
+// It returns once the added scopes are synced (the consumer has caught up
+// with the stream as it was when the scopes were read), or with ctx's
+// error (the change then still completes in the background). Values are checked first (*ScopeError).
 // Setting the current scopes again does nothing; empty scopes leave the
 // watcher with no consumer. Do not call it from a handler.
 func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
@@ -105,9 +123,14 @@ func (w *Watcher) pendingRescope() error {
 	}
 }
 
-// applyRescope carries out req on the event goroutine, the old consumer
-// being gone, and returns where the tail must start.
-func (w *Watcher) applyRescope(req *rescopeRequest) (snapshotResult, error) {
+// applyRescope carries out req on the event goroutine and returns where
+// the tail must start. old is the consumer that was running (nil if
+// none); it is deleted before applyRescope returns, so that the watcher
+// never holds two.
+func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) (snapshotResult, error) {
+	if oldCons != nil {
+		defer w.deleteConsumer(oldCons)
+	}
 	old := w.currentFilters()
 	rev := w.revision()
 	w.setFilters(req.scopeFilters, req.filters, req.widened)
@@ -142,16 +165,56 @@ func (w *Watcher) applyRescope(req *rescopeRequest) (snapshotResult, error) {
 		// new scopes are read like a new watcher's.
 		return w.readState(w.ctx, stream, added, 0, stream.CachedInfo().State.LastSeq)
 	}
-	snap, err := w.readState(w.ctx, stream, added, rev, rev)
+	// Read the added scopes as they are now (one atomic request where they
+	// fit: a read pinned at an older revision makes the server scan for
+	// the keys written since).
+	snap, err := w.readState(w.ctx, stream, added, 0, stream.CachedInfo().State.LastSeq)
 	if errors.Is(err, errNoDirectGet) {
 		return snapshotResult{}, fmt.Errorf("kvwatch: bucket %s: adding scopes to a running watcher needs direct get on the stream (AllowDirect)", w.spec.Bucket)
 	}
-	return snap, err
+	if err != nil {
+		return snapshotResult{}, err
+	}
+	if w.caughtUpAt(oldCons, rev) {
+		// The old scopes had nothing after R even now, after the read:
+		// every scope is exact at the read's revision S; go on from S+1.
+		return snap, nil
+	}
+	// The old scopes may have changes after R: the consumer starts at
+	// R+1, and the entries of (R, S] it replays for the added scopes,
+	// already in the read, are recognised by revision and skipped.
+	keyFilters := make([]string, len(added))
+	for i, f := range added {
+		keyFilters[i] = strings.TrimPrefix(f, w.subjectPrefix)
+	}
+	w.dedupe = &dedupeWindow{keys: newFilterMatcher(keyFilters), upTo: snap.upTo}
+	return snapshotResult{upTo: rev, catchUp: max(snap.catchUp, snap.upTo), path: snap.path}, nil
 }
 
-// finishRescope reports the outcome of req to its SetScopes call.
-func finishRescope(req *rescopeRequest, err error) {
-	req.done <- err
+// caughtUpAt reports whether the old consumer, asked now, has delivered
+// exactly up to rev (nothing the watcher dropped) and has nothing pending:
+// no change to the old scopes after rev exists.
+func (w *Watcher) caughtUpAt(cons jetstream.Consumer, rev uint64) bool {
+	if cons == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	return err == nil && info.NumPending == 0 && info.Delivered.Stream == rev
+}
+
+// dedupeWindow recognises, after SetScopes added scopes, the consumer's
+// replay of entries the read of those scopes already delivered: entries of
+// the added scopes up to the read's revision.
+type dedupeWindow struct {
+	keys *filterMatcher // the added scopes, as key filters
+	upTo uint64         // the read's revision
+}
+
+// covers reports whether an ordered entry falls in the window.
+func (d *dedupeWindow) covers(e *rawEntry) bool {
+	return d != nil && e.ordered && e.revision <= d.upTo && d.keys.matches(e.key)
 }
 
 // revision returns the last revision applied.

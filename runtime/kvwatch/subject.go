@@ -198,3 +198,32 @@ func findIntersecting(set []string) (i, j int, found bool) {
 	}
 	return 0, 0, false
 }
+
+// filterMatcher matches literal subjects against a filter set: a map
+// lookup per token prefix for the simple filters, pairwise only for
+// filters with "*".
+type filterMatcher struct {
+	exact map[string]bool
+	tails map[string]struct{} // p for every "p.>"
+	wild  []string
+}
+
+func newFilterMatcher(filters []string) *filterMatcher {
+	m := &filterMatcher{exact: make(map[string]bool), tails: make(map[string]struct{})}
+	for _, f := range filters {
+		m.exact[f] = true
+		switch {
+		case f == ">" || !isSimpleFilter(f):
+			m.wild = append(m.wild, f)
+		case strings.HasSuffix(f, ".>"):
+			m.tails[strings.TrimSuffix(f, ".>")] = struct{}{}
+		}
+	}
+	return m
+}
+
+// matches reports whether some filter matches the literal subject s, or,
+// for s a filter, equals or covers it.
+func (m *filterMatcher) matches(s string) bool {
+	return m.exact[s] || coveredByTail(s, m.tails) || coveredByWild(s, m.wild)
+}

@@ -13,14 +13,16 @@ import (
 // tail follows live changes with the watcher's one consumer: an ordered
 // consumer (it recreates itself from the last delivered revision after a
 // lost heartbeat or a reconnect) filtered on the normalized filters,
-// starting right after the initial state.
+// starting right after the initial state. caughtUp runs once, when the
+// tail has applied every revision the state it continues needs (the
+// watcher's sync, or a SetScopes call's end).
 //
 // One goroutine (the event goroutine) reads, decodes, commits and runs the
 // handlers: handing entries to a second goroutine for decoding was
 // measured no faster on 2 cores (the hand-off costs what the overlap
 // saves), and a slow handler then holds back the pulls directly, so memory
 // stays bounded by the consumer's pull size.
-func (w *Watcher) tail(snap snapshotResult) error {
+func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    w.filters,
 		InactiveThreshold: w.cfg.inactiveThreshold,
@@ -45,7 +47,12 @@ func (w *Watcher) tail(snap snapshotResult) error {
 	if err != nil {
 		return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
 	}
-	defer w.deleteConsumer(cons)
+	handedOver := false // to applyRescope, which deletes it
+	defer func() {
+		if !handedOver {
+			w.deleteConsumer(cons)
+		}
+	}()
 	// Stopping the iterator is how the context and SetScopes end reading:
 	// Next then returns at once (an option per call would allocate per
 	// message).
@@ -62,13 +69,24 @@ func (w *Watcher) tail(snap snapshotResult) error {
 	if err := w.pendingRescope(); err != nil {
 		return err // a SetScopes call came before this consumer started
 	}
+	handOver := func(err error) error {
+		err.(*errRescope).cons, handedOver = cons, true
+		return err
+	}
 
 	tracker := newSyncTracker(snap, cons.CachedInfo())
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing",
 		slog.String("bucket", w.spec.Bucket), slog.String("initial_state", snap.path),
 		slog.Uint64("from", cfg.OptStartSeq), slog.Uint64("pending", tracker.initialPending))
+	reached := false
+	reach := func() {
+		if !reached {
+			reached = true
+			caughtUp()
+		}
+	}
 	if tracker.done() {
-		w.markSynced()
+		reach()
 	}
 	var received uint64
 	for {
@@ -78,7 +96,7 @@ func (w *Watcher) tail(snap snapshotResult) error {
 				return nil
 			}
 			if rs := w.pendingRescope(); rs != nil {
-				return rs
+				return handOver(rs)
 			}
 			return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
 		}
@@ -99,8 +117,8 @@ func (w *Watcher) tail(snap snapshotResult) error {
 		w.stats.pending.Store(meta.pending)
 		w.stats.received.Add(1)
 		rev := meta.streamSeq
-		if !w.isSynced() && tracker.passed(rev) {
-			w.markSynced()
+		if !reached && tracker.passed(rev) {
+			reach()
 		}
 		e := rawEntry{
 			key:      key,
@@ -112,8 +130,8 @@ func (w *Watcher) tail(snap snapshotResult) error {
 			ordered:  true,
 		}
 		w.deliver(&e)
-		if !w.isSynced() && tracker.delivered(rev, meta.pending) {
-			w.markSynced()
+		if !reached && tracker.delivered(rev, meta.pending) {
+			reach()
 		}
 	}
 }

@@ -58,6 +58,7 @@ type Watcher struct {
 
 	setMu   sync.Mutex           // serializes SetScopes calls
 	rescope chan *rescopeRequest // SetScopes requests for the event goroutine
+	dedupe  *dedupeWindow        // event goroutine only: see applyRescope
 }
 
 // Start validates scopes, checks that the bucket exists and starts
@@ -165,7 +166,7 @@ func (w *Watcher) run() {
 	}
 	// A SetScopes call still waiting learns that the watch is over.
 	if err := w.pendingRescope(); err != nil {
-		finishRescope(err.(*errRescope).req, w.stoppedErr())
+		err.(*errRescope).req.finish(ErrStopped)
 	}
 }
 
@@ -183,22 +184,37 @@ func (w *Watcher) watch() error {
 		w.statePath = snap.path
 		w.mu.Unlock()
 	}
+	caughtUp := w.markSynced // what to do when the tail has caught up
+	// A SetScopes call whose scopes are not caught up yet learns if the
+	// watch ends first.
+	var waiting *rescopeRequest
+	defer func() {
+		if waiting != nil {
+			waiting.finish(ErrStopped)
+		}
+	}()
 	for {
 		var err error
 		if len(w.filters) == 0 {
-			w.markSynced()
+			caughtUp()
 			err = w.idle()
 		} else {
-			err = w.tail(snap)
+			err = w.tail(snap, caughtUp)
 		}
 		var rs *errRescope
 		if !errors.As(err, &rs) {
 			return err
 		}
-		snap, err = w.applyRescope(rs.req)
-		finishRescope(rs.req, err)
+		req := rs.req
+		snap, err = w.applyRescope(req, rs.cons)
 		if err != nil {
+			req.finish(err)
 			return err
+		}
+		waiting = req
+		caughtUp = func() {
+			w.dedupe = nil
+			req.finish(nil)
 		}
 	}
 }
@@ -350,7 +366,7 @@ func (s *skippedEntry) raw() *rawEntry { return &s.e }
 
 func (s *skippedEntry) commit(w *Watcher) {
 	w.commitRevision(&s.e)
-	if s.unknown {
+	if s.unknown && !w.dedupe.covers(&s.e) {
 		w.disp.reportData(&UnknownKeyError{Key: s.e.key, Revision: s.e.revision})
 	}
 }
