@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -183,11 +182,7 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 	// The old scopes may have changes after R: the consumer starts at
 	// R+1, and the entries of (R, S] it replays for the added scopes,
 	// already in the read, are recognised by revision and skipped.
-	keyFilters := make([]string, len(added))
-	for i, f := range added {
-		keyFilters[i] = strings.TrimPrefix(f, w.subjectPrefix)
-	}
-	w.dedupe = &dedupeWindow{keys: newFilterMatcher(keyFilters), upTo: snap.upTo}
+	w.dedupe = &dedupeWindow{keys: w.keyMatcher(added), upTo: snap.upTo}
 	return snapshotResult{upTo: rev, catchUp: max(snap.catchUp, snap.upTo), path: snap.path}, nil
 }
 
@@ -242,5 +237,6 @@ func (w *Watcher) isWidened() bool {
 func (w *Watcher) setFilters(scopeFilters, filters []string, widened bool) {
 	w.mu.Lock()
 	w.scopeFilters, w.filters, w.widened = scopeFilters, filters, widened
+	w.scopeKeys = w.keyMatcher(scopeFilters)
 	w.mu.Unlock()
 }

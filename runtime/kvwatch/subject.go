@@ -203,6 +203,7 @@ func findIntersecting(set []string) (i, j int, found bool) {
 // lookup per token prefix for the simple filters, pairwise only for
 // filters with "*".
 type filterMatcher struct {
+	all   bool // a ">" filter: everything matches
 	exact map[string]bool
 	tails map[string]struct{} // p for every "p.>"
 	wild  []string
@@ -213,7 +214,9 @@ func newFilterMatcher(filters []string) *filterMatcher {
 	for _, f := range filters {
 		m.exact[f] = true
 		switch {
-		case f == ">" || !isSimpleFilter(f):
+		case f == ">":
+			m.all = true
+		case !isSimpleFilter(f):
 			m.wild = append(m.wild, f)
 		case strings.HasSuffix(f, ".>"):
 			m.tails[strings.TrimSuffix(f, ".>")] = struct{}{}
@@ -225,5 +228,5 @@ func newFilterMatcher(filters []string) *filterMatcher {
 // matches reports whether some filter matches the literal subject s, or,
 // for s a filter, equals or covers it.
 func (m *filterMatcher) matches(s string) bool {
-	return m.exact[s] || coveredByTail(s, m.tails) || coveredByWild(s, m.wild)
+	return m.all || m.exact[s] || coveredByTail(s, m.tails) || coveredByWild(s, m.wild)
 }

@@ -33,8 +33,10 @@ type Watcher struct {
 	scopes        []compiledScope
 	filters       []string // normalized; empty means watch nothing
 	// scopeFilters are the filters before normalization, used to drop
-	// entries outside the scopes when normalization had to widen.
+	// entries outside the scopes when normalization had to widen;
+	// scopeKeys matches keys against them.
 	scopeFilters []string
+	scopeKeys    *filterMatcher
 	widened      bool
 
 	state    state // caches and revision
@@ -97,6 +99,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		return nil, err
 	}
 	w.filters, w.widened = NormalizeFilters(w.scopeFilters)
+	w.scopeKeys = w.keyMatcher(w.scopeFilters)
 	for _, b := range bindings {
 		b.attach(w)
 	}
@@ -327,14 +330,15 @@ func (w *Watcher) inScope(key string) bool {
 }
 
 // matchesScopes reports whether key matches a scope filter.
-func (w *Watcher) matchesScopes(key string) bool {
-	subject := w.subjectPrefix + key
-	for _, f := range w.scopeFilters {
-		if subjectMatches(f, subject) {
-			return true
-		}
+func (w *Watcher) matchesScopes(key string) bool { return w.scopeKeys.matches(key) }
+
+// keyMatcher matches keys against subject filters of this bucket.
+func (w *Watcher) keyMatcher(filters []string) *filterMatcher {
+	keys := make([]string, len(filters))
+	for i, f := range filters {
+		keys[i] = strings.TrimPrefix(f, w.subjectPrefix)
 	}
-	return false
+	return newFilterMatcher(keys)
 }
 
 // deliver prepares and commits one raw entry on the event goroutine.
