@@ -3,6 +3,9 @@ package kvwatch
 import (
 	"errors"
 	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var (
@@ -14,7 +17,54 @@ var (
 	// ErrStopped is returned by WaitSynced when the watcher stopped before
 	// it was synced, without a more specific error.
 	ErrStopped = errors.New("kvwatch: watcher stopped")
+	// ErrConsumerLimit is returned when the bucket's stream cannot take
+	// another consumer (server error 10026). Since nats-server 2.15 a
+	// stream takes 1,000 consumers unless configured otherwise; the
+	// error's text says how to raise the limit.
+	ErrConsumerLimit = errors.New("kvwatch: the stream's consumer limit is reached")
+	// ErrTooManyFilters is returned when a watcher's scopes need more
+	// subject filters than WithMaxFilters allows (default 10,000): the
+	// server checks every pair of filters when it creates the consumer,
+	// and again at every reset.
+	ErrTooManyFilters = errors.New("kvwatch: too many subject filters for one consumer")
 )
+
+// consumerErr wraps an error from creating or running the consumer with
+// what to do about it.
+func (w *Watcher) consumerErr(err error) error {
+	switch {
+	case errors.Is(err, jetstream.ErrMaximumConsumersLimit):
+		return fmt.Errorf("%w: stream %s (server error 10026): nats-server 2.15+ allows 1,000 consumers per stream by default; "+
+			"raise the stream's MaxConsumers (js.UpdateStream on %s, allowed since 2.14) or the server's "+
+			"jetstream { limits { default_max_consumers } }, or watch more scopes with fewer watchers: %v",
+			ErrConsumerLimit, w.stream, w.stream, err)
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return fmt.Errorf("%w: %s (stream %s was deleted)", ErrBucketNotFound, w.spec.Bucket, w.stream)
+	case errors.Is(err, nats.ErrPermissionViolation):
+		return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, err)
+	}
+	return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
+}
+
+// terminal reports whether err ends the watch: retrying cannot fix it.
+// Anything else (timeouts, no responders, a server restarting, a leader
+// moving) is retried with backoff.
+func terminal(err error) bool {
+	var jsErr jetstream.JetStreamError
+	switch {
+	case errors.Is(err, ErrBucketNotFound), errors.Is(err, ErrConsumerLimit), errors.Is(err, ErrTooManyFilters),
+		errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, nats.ErrPermissionViolation), errors.Is(err, nats.ErrAuthorization):
+		return true
+	case errors.As(err, &jsErr) && jsErr.APIError() != nil:
+		// A request the server refuses as such (bad request, permissions)
+		// is refused again; 5xx and unavailability are not errors of the
+		// request.
+		code := jsErr.APIError().Code
+		return code >= 400 && code < 500 && code != 408
+	}
+	return false
+}
 
 // ScopeError reports a scope value that cannot be watched. It is returned
 // before anything is sent to the server: a value such as "*", ">" or "a.b"

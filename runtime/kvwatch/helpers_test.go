@@ -3,7 +3,9 @@ package kvwatch_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +211,17 @@ func setup(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
 	t.Helper()
 	js := kvwatchtest.JetStream(t)
 	return js, kvwatchtest.Bucket(t, js, "network")
+}
+
+// errorsIs is errors.Is, short for assertions.
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// containsAll reports whether s contains every one of parts.
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

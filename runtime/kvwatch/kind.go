@@ -186,17 +186,16 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		w.state.mu.Unlock()
 		return
 	}
-	unchanged := false
 	if b.unseen != nil {
-		_, restoredUnseen := b.unseen[p.key]
 		delete(b.unseen, p.key)
-		unchanged = e.op == OpPut && had && restoredUnseen && old.Revision == e.revision
 	}
+	// An initial entry the cache already holds at this very revision is
+	// nothing new: a restored entry a re-list finds as it was, or an entry
+	// read again when an initial read is retried.
+	unchanged := e.initial && had && old.Revision == e.revision
 	stored := Item[V]{Value: p.stored, Revision: e.revision, Created: e.created}
 	switch {
 	case unchanged:
-		// A resumed watcher re-listing finds a restored entry as it was:
-		// nothing happened to it, nothing to tell.
 	case e.op == OpPut && had:
 		item.Item = stored
 	case e.op == OpPut:

@@ -65,6 +65,9 @@ func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
 		return err
 	}
 	filters, widened := NormalizeFilters(scopeFilters)
+	if err := w.checkFilterCount(filters); err != nil {
+		return err
+	}
 	if err := w.WaitSynced(ctx); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package kvwatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -26,6 +25,10 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    w.filters,
 		InactiveThreshold: w.cfg.inactiveThreshold,
+		// The ordered consumer retries a reset itself (1 s, then 2 s);
+		// past that Next returns, and watch decides: a deleted bucket ends
+		// the watch, anything else is retried there, with its own backoff.
+		MaxResetAttempts: 2,
 	}
 	switch {
 	case snap.viaConsumer:
@@ -38,14 +41,14 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 	}
 	cons, err := w.js.OrderedConsumer(w.ctx, w.stream, cfg)
 	if err != nil {
-		return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
+		return w.consumerErr(err)
 	}
 	// 1,000 messages a pull: the initial delivery of a fresh bucket goes
 	// faster than with the default 500, at ~200 KiB of buffer for values
 	// of ~200 bytes.
 	it, err := cons.Messages(jetstream.PullHeartbeat(w.cfg.heartbeat), jetstream.PullMaxMessages(1000))
 	if err != nil {
-		return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
+		return w.consumerErr(err)
 	}
 	handedOver := false // to applyRescope, which deletes it
 	defer func() {
@@ -98,7 +101,7 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 			if rs := w.pendingRescope(); rs != nil {
 				return handOver(rs)
 			}
-			return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
+			return w.consumerErr(err)
 		}
 		meta, ok := parseAckMeta(msg.Reply())
 		if !ok {

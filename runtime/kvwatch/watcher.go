@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -99,6 +100,9 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		return nil, err
 	}
 	w.filters, w.widened = NormalizeFilters(w.scopeFilters)
+	if err := w.checkFilterCount(w.filters); err != nil {
+		return nil, err
+	}
 	w.scopeKeys = w.keyMatcher(w.scopeFilters)
 	for _, b := range bindings {
 		b.attach(w)
@@ -175,13 +179,21 @@ func (w *Watcher) run() {
 
 // watch reads the initial state (or resumes), then tails, applying
 // SetScopes requests between tails, until the context ends or an error
-// that retrying cannot fix.
+// that retrying cannot fix. Other errors (a server restarting, a leader
+// moving, a timeout) are retried with backoff: the initial read from the
+// start (entries already delivered are recognised by revision), the tail
+// from the last revision applied.
 func (w *Watcher) watch() error {
 	var snap snapshotResult
 	if len(w.filters) > 0 {
-		var err error
-		if snap, err = w.catchUpPlan(w.ctx); err != nil {
-			return err
+		for attempt := 0; ; attempt++ {
+			var err error
+			if snap, err = w.catchUpPlan(w.ctx); err == nil {
+				break
+			}
+			if terminal(err) || !w.backoff(attempt, err) {
+				return err
+			}
 		}
 		w.mu.Lock()
 		w.statePath = snap.path
@@ -196,8 +208,9 @@ func (w *Watcher) watch() error {
 			waiting.finish(ErrStopped)
 		}
 	}()
-	for {
+	for attempt := 0; ; {
 		var err error
+		received := w.stats.received.Load()
 		if len(w.filters) == 0 {
 			caughtUp()
 			err = w.idle()
@@ -205,20 +218,50 @@ func (w *Watcher) watch() error {
 			err = w.tail(snap, caughtUp)
 		}
 		var rs *errRescope
-		if !errors.As(err, &rs) {
+		switch {
+		case err == nil:
+			return nil // the context ended
+		case errors.As(err, &rs):
+			req := rs.req
+			if snap, err = w.applyRescope(req, rs.cons); err != nil {
+				req.finish(err)
+				return err
+			}
+			waiting = req
+			caughtUp = func() {
+				w.dedupe = nil
+				req.finish(nil)
+			}
+			continue
+		case terminal(err):
 			return err
 		}
-		req := rs.req
-		snap, err = w.applyRescope(req, rs.cons)
-		if err != nil {
-			req.finish(err)
-			return err
+		if w.stats.received.Load() > received {
+			attempt = 0 // it worked for a while: start the backoff over
 		}
-		waiting = req
-		caughtUp = func() {
-			w.dedupe = nil
-			req.finish(nil)
+		if !w.backoff(attempt, err) {
+			return nil
 		}
+		attempt++
+		w.stats.consumerResets.Add(1)
+		rev := w.revision()
+		snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path}
+	}
+}
+
+// backoff logs a transient error and waits before attempt+1: 100 ms,
+// doubling up to 2 s. It returns false if the context ended meanwhile.
+func (w *Watcher) backoff(attempt int, err error) bool {
+	wait := min(100*time.Millisecond<<min(attempt, 5), 2*time.Second)
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: retrying", slog.String("bucket", w.spec.Bucket),
+		slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.ctx.Done():
+		return false
 	}
 }
 
@@ -331,6 +374,23 @@ func (w *Watcher) inScope(key string) bool {
 
 // matchesScopes reports whether key matches a scope filter.
 func (w *Watcher) matchesScopes(key string) bool { return w.scopeKeys.matches(key) }
+
+// checkFilterCount refuses more filters than the configured maximum and
+// warns above warnFilters, with the cost that comes with them.
+func (w *Watcher) checkFilterCount(filters []string) error {
+	n := len(filters)
+	if n > w.cfg.maxFilters {
+		return fmt.Errorf("%w: %d filters, at most %d (WithMaxFilters): creating a consumer costs O(filters²) "+
+			"on the server (~3 s at 5,000, ~7 s at 8,000, measured on nats-server 2.15.2), again at every reset; "+
+			"split the scopes over several watchers or use broader scopes", ErrTooManyFilters, n, w.cfg.maxFilters)
+	}
+	if n > warnFilters {
+		w.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "kvwatch: many subject filters on one consumer",
+			slog.String("bucket", w.spec.Bucket), slog.Int("filters", n),
+			slog.String("cost", "consumer creation is O(filters²) on the server: ~0.1 s at 1,000 filters, ~3 s at 5,000 (nats-server 2.15.2)"))
+	}
+	return nil
+}
 
 // keyMatcher matches keys against subject filters of this bucket.
 func (w *Watcher) keyMatcher(filters []string) *filterMatcher {

@@ -1,10 +1,17 @@
-// Package kvwatchtest starts an embedded nats-server with JetStream for
-// tests, in one line, and cleans it up through t.Cleanup:
+// Package kvwatchtest starts embedded nats-servers with JetStream for
+// tests, in one line, and cleans them up through t.Cleanup:
 //
 //	js := kvwatchtest.JetStream(t)                 // server + client
 //	kv := kvwatchtest.Bucket(t, js, "network")     // a fresh KV bucket
 //
-// Every server listens on a random loopback port and stores its data in
+//	node := kvwatchtest.StartNode(t, &server.Options{})   // a server to restart
+//	node.Restart(t)                                       // same port, same store
+//
+//	c := kvwatchtest.StartCluster(t, 3)            // a 3-node JetStream cluster
+//	nc, js := c.Connect(t)                         // fails over between nodes
+//	c.Nodes[1].Stop()                              // lose a node
+//
+// Every server listens on random loopback ports and stores its data in
 // t.TempDir(); nothing needs to be installed.
 package kvwatchtest
 
@@ -28,34 +35,10 @@ func Server(t testing.TB) *server.Server {
 // ServerWith starts a server with opts, filling in what a test server
 // needs (JetStream, a temporary store folder, loopback, a random port when
 // Port is 0). It fails the test if the server does not start within 10s.
+// Use StartNode for a server the test restarts.
 func ServerWith(t testing.TB, opts *server.Options) *server.Server {
 	t.Helper()
-	o := *opts
-	o.JetStream = true
-	if o.StoreDir == "" {
-		o.StoreDir = t.TempDir()
-	}
-	if o.Host == "" {
-		o.Host = "127.0.0.1"
-	}
-	if o.Port == 0 {
-		o.Port = -1
-	}
-	o.NoSigs = true
-	s, err := server.NewServer(&o)
-	if err != nil {
-		t.Fatalf("kvwatchtest: new server: %v", err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		t.Fatalf("kvwatchtest: server not ready within 10s")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
+	return StartNode(t, opts).Server
 }
 
 // Connect connects to s and returns the connection and a JetStream
