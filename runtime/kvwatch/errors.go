@@ -3,6 +3,7 @@ package kvwatch
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,6 +45,19 @@ func (w *Watcher) consumerErr(err error) error {
 		return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, err)
 	}
 	return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
+}
+
+// permissionError returns a terminal error when the connection's last
+// error is a permissions violation on a subject of this watcher's stream.
+// The server answers such a publish with an asynchronous -ERR, not a
+// reply, so the request itself only times out; this turns the timeout
+// into the error that explains it.
+func (w *Watcher) permissionError() error {
+	last := w.js.Conn().LastError()
+	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(last.Error(), w.stream) {
+		return nil
+	}
+	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, last)
 }
 
 // terminal reports whether err ends the watch: retrying cannot fix it.

@@ -19,8 +19,10 @@ type Stats struct {
 	// now would resume from it.
 	LastRevision uint64
 	// Pending is how much is known to be waiting: during the initial read,
-	// entries not yet delivered (progress); afterwards, messages on the
-	// server the watcher has not received yet (lag behind the stream).
+	// entries not yet delivered (progress); afterwards, the messages the
+	// server still held for the consumer when it sent the last message
+	// handled (lag behind the stream; up to one pull of 1,000 messages
+	// more may wait in the client, where a slow handler holds them back).
 	Pending uint64
 	// Received counts the entries received from the server: initial
 	// state reads and consumer messages. It is what watching costs the

@@ -191,8 +191,11 @@ func (w *Watcher) watch() error {
 			if snap, err = w.catchUpPlan(w.ctx); err == nil {
 				break
 			}
-			if terminal(err) || !w.backoff(attempt, err) {
+			if terminal(err) {
 				return err
+			}
+			if stop, final := w.backoff(attempt, err); stop {
+				return final
 			}
 		}
 		w.mu.Lock()
@@ -239,8 +242,8 @@ func (w *Watcher) watch() error {
 		if w.stats.received.Load() > received {
 			attempt = 0 // it worked for a while: start the backoff over
 		}
-		if !w.backoff(attempt, err) {
-			return nil
+		if stop, final := w.backoff(attempt, err); stop {
+			return final
 		}
 		attempt++
 		w.stats.consumerResets.Add(1)
@@ -250,8 +253,13 @@ func (w *Watcher) watch() error {
 }
 
 // backoff logs a transient error and waits before attempt+1: 100 ms,
-// doubling up to 2 s. It returns false if the context ended meanwhile.
-func (w *Watcher) backoff(attempt int, err error) bool {
+// doubling up to 2 s. stop is set when the watch must end instead: the
+// context ended (final nil), or the error turned out to be a permissions
+// violation (final says so).
+func (w *Watcher) backoff(attempt int, err error) (stop bool, final error) {
+	if perr := w.permissionError(); perr != nil {
+		return true, perr
+	}
 	wait := min(100*time.Millisecond<<min(attempt, 5), 2*time.Second)
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: retrying", slog.String("bucket", w.spec.Bucket),
 		slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
@@ -259,9 +267,9 @@ func (w *Watcher) backoff(attempt int, err error) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return false, nil
 	case <-w.ctx.Done():
-		return false
+		return true, nil
 	}
 }
 

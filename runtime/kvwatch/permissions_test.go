@@ -1,0 +1,82 @@
+package kvwatch_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// watcherPermissions are exactly the permissions a watcher of bucket
+// network needs, as the README lists them.
+func watcherPermissions() *server.Permissions {
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{
+			"$JS.API.STREAM.INFO.KV_network",
+			"$JS.API.DIRECT.GET.KV_network",
+			"$JS.API.CONSUMER.CREATE.KV_network.>",
+			"$JS.API.CONSUMER.MSG.NEXT.KV_network.>",
+			"$JS.API.CONSUMER.INFO.KV_network.>",
+			"$JS.API.CONSUMER.DELETE.KV_network.>",
+		}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+	}
+}
+
+// A watcher runs as a user with only the documented permissions, through
+// the initial read, live changes and re-scoping; a user lacking them gets
+// an error that says so.
+func TestLeastPrivilege(t *testing.T) {
+	without := watcherPermissions()
+	without.Publish.Allow = without.Publish.Allow[:1] // stream info only
+	s := kvwatchtest.ServerWith(t, &server.Options{Users: []*server.User{
+		{Username: "admin", Password: "admin"},
+		{Username: "watcher", Password: "watcher", Permissions: watcherPermissions()},
+		{Username: "reader", Password: "reader", Permissions: without},
+	}})
+	_, admin := kvwatchtest.Connect(t, s, nats.UserInfo("admin", "admin"))
+	kv := kvwatchtest.Bucket(t, admin, "network")
+	put(t, kv, "vpc.a", vpcConfig{Name: "a"})
+	put(t, kv, "vpc.b", vpcConfig{Name: "b"})
+	put(t, kv, "vpc.b", vpcConfig{Name: "b2"}) // an interior delete: the direct-get path
+
+	_, js := kvwatchtest.Connect(t, s, nats.UserInfo("watcher", "watcher"))
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	waitSynced(t, w)
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "live"})
+	r.waitFor(t, "a live event", func(ev []got, _ []error) bool { return hasKey(ev, "vpc.a.route.r1", kvwatch.OpPut) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
+		t.Fatalf("SetScopes as the watcher user: %v", err)
+	}
+	if _, errs := r.snapshot(); len(errs) > 0 {
+		t.Fatalf("errors with the documented permissions: %v", errs)
+	}
+	w.Stop()
+	if n := kvwatchtest.Consumers(t, admin, "network"); n != 0 {
+		t.Errorf("the watcher user could not delete its consumer: %d left", n)
+	}
+
+	_, weak := kvwatchtest.Connect(t, s, nats.UserInfo("reader", "reader"))
+	// The server drops a publish it does not permit and says so on the
+	// side: the request times out (here after 200 ms), and the watcher
+	// explains the timeout.
+	w2, err := kvwatch.Start(ctx, weak, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)},
+		kvwatch.WithRequestTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	err = w2.WaitSynced(ctx)
+	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "README") || !strings.Contains(err.Error(), "DIRECT.GET") {
+		t.Fatalf("WaitSynced without direct get rights = %v, want a permissions violation naming the subject and pointing at the README", err)
+	}
+}
