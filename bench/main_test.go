@@ -48,15 +48,20 @@ func TestScenariosSmoke(t *testing.T) {
 		names[f.Name] = f.Value
 	}
 	checks := map[string]float64{ // figure -> exact value it must have
-		"consumers_kvwatch_K10": 1,
-		"consumers_natsgo_K10":  10,
+		"consumers_kvwatch_K10":          1,
+		"consumers_natsgo_K10":           10,
+		"rescope_messages_per_added_key": 1,
+	}
+	if v := names["failover_seconds_kvwatch"]; v >= 3 {
+		t.Errorf("failover_seconds_kvwatch = %v, want under 3 s", v)
 	}
 	for name, want := range checks {
 		if got, ok := names[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
-	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned", "generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key"} {
+	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned",
+		"generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key", "failover_seconds_kvwatch"} {
 		if v, ok := names[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
 		}

@@ -25,8 +25,13 @@ import (
 // its memory, and bulk loads and publishes, which then do not allocate in
 // the client process either.
 
-// serveEnv marks the child process; flags would not survive `go test`.
-const serveEnv = "KVWATCHGEN_BENCH_SERVE"
+// serveEnv marks the child process and names its store folder; portEnv,
+// when set, fixes its client port (for restarts). Environment variables,
+// because flags would not survive `go test`.
+const (
+	serveEnv = "KVWATCHGEN_BENCH_SERVE"
+	portEnv  = "KVWATCHGEN_BENCH_PORT"
+)
 
 // Subjects the child answers.
 const (
@@ -64,42 +69,28 @@ type loadReply struct {
 type childServer struct {
 	cmd   *exec.Cmd
 	store string
+	port  int // 0: random
 	URL   string
 	nc    *nats.Conn
 	js    jetstream.JetStream
 }
 
-// startChild starts this binary as a server child and connects to it.
-func startChild() (*childServer, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+// startChild starts this binary as a server child on a random port and
+// connects to it.
+func startChild() (*childServer, error) { return startChildOn(0) }
+
+// startChildOn starts a server child on port (0: random).
+func startChildOn(port int) (*childServer, error) {
 	store, err := os.MkdirTemp("", "kvwatchgen-bench-")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), serveEnv+"="+store)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
+	c := &childServer{store: store, port: port}
+	if err := c.spawn(); err != nil {
 		os.RemoveAll(store)
 		return nil, err
 	}
-	c := &childServer{cmd: cmd, store: store}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
-	if err != nil || !ok {
-		c.stop()
-		return nil, fmt.Errorf("bench server did not start: %q %v", line, err)
-	}
-	go io.Copy(io.Discard, stdout)
-	c.URL = url
-	if c.nc, err = nats.Connect(url, nats.MaxReconnects(-1)); err != nil {
+	if c.nc, err = nats.Connect(c.URL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond)); err != nil {
 		c.stop()
 		return nil, err
 	}
@@ -110,13 +101,52 @@ func startChild() (*childServer, error) {
 	return c, nil
 }
 
+// spawn starts the child process and waits for its READY line.
+func (c *childServer) spawn() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), serveEnv+"="+c.store, portEnv+"="+strconv.Itoa(c.port))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	c.cmd = cmd
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
+	if err != nil || !ok {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("bench server did not start: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, stdout)
+	c.URL = url
+	return nil
+}
+
+// crash kills the child (SIGKILL: no clean shutdown) and starts it again
+// on the same port and store, as a machine that crashed and came back.
+func (c *childServer) crash() error {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+	return c.spawn()
+}
+
 // stop ends the child and removes its store.
 func (c *childServer) stop() {
 	if c.nc != nil {
 		c.nc.Close()
 	}
-	c.cmd.Process.Kill()
-	c.cmd.Wait()
+	if c.cmd != nil {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+	}
 	os.RemoveAll(c.store)
 }
 
@@ -155,7 +185,11 @@ func (c *childServer) request(subject string, body, reply any) error {
 // dir, and the control requests. It prints "READY <url>" when ready and
 // runs until killed.
 func serveChild(dir string) error {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	port, _ := strconv.Atoi(os.Getenv(portEnv))
+	if port == 0 {
+		port = -1
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
 	if err != nil {
 		return err
 	}
