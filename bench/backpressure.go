@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // runBackpressure publishes a burst far faster than the watcher's handler
@@ -18,14 +17,11 @@ import (
 // what it has handled.
 func runBackpressure(ctx context.Context, b *bench) error {
 	n, valueSize := b.pick(50_000, 20_000, 2_000), 1024
-	srv, err := startChild()
+	srv, _, err := startWithBucket(ctx, 0)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	if _, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"}); err != nil {
-		return err
-	}
 	var handled atomic.Int64
 	w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: []string{"0"}}, benchkv.BenchHandlers{
 		OnItem: func(benchkv.ItemEvent) {

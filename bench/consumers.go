@@ -76,15 +76,11 @@ func runConsumers(ctx context.Context, b *bench) error {
 // measureConsumers starts a server with K prefixes of 2 keys, watches all
 // of them with one approach, and measures.
 func measureConsumers(ctx context.Context, approach string, k int) (consumerResult, error) {
-	srv, err := startChild()
+	srv, kv, err := startWithBucket(ctx, 0)
 	if err != nil {
 		return consumerResult{}, err
 	}
 	defer srv.stop()
-	kv, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"})
-	if err != nil {
-		return consumerResult{}, err
-	}
 	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: k, PerPrefix: 2, Count: 2 * k, ValueSize: 200}); err != nil {
 		return consumerResult{}, err
 	}

@@ -50,15 +50,11 @@ func runFailover(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	srv, err := startChildOn(port)
+	srv, kv, err := startWithBucket(ctx, port)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	kv, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"})
-	if err != nil {
-		return err
-	}
 	connect := func() (*nats.Conn, jetstream.JetStream, error) {
 		nc, err := nats.Connect(srv.URL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 		if err != nil {

@@ -27,15 +27,11 @@ var syncReaders = []string{"kvwatch", "watchfiltered", "watchall"}
 func runInitialSync(ctx context.Context, b *bench) error {
 	prefixes, perPrefix := 100, b.pick(1000, 500, 20)
 	bound := time.Duration(b.pick(60, 15, 10)) * time.Second
-	srv, err := startChild()
+	srv, kv, err := startWithBucket(ctx, 0)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	kv, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"})
-	if err != nil {
-		return err
-	}
 	total := prefixes * perPrefix
 	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: prefixes, PerPrefix: perPrefix, Count: total, ValueSize: 200}); err != nil {
 		return err

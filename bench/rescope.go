@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // runRescope adds one scope of k keys to a node already watching N keys:
@@ -18,15 +17,11 @@ import (
 func runRescope(ctx context.Context, b *bench) error {
 	prefixes, perPrefix := b.pick(50, 20, 5), b.pick(1000, 500, 20)
 	n, k := prefixes*perPrefix, perPrefix
-	srv, err := startChild()
+	srv, kv, err := startWithBucket(ctx, 0)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	kv, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"})
-	if err != nil {
-		return err
-	}
 	// prefixes+1 prefixes: the last one is the scope added.
 	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: prefixes + 1, PerPrefix: perPrefix, Count: n + k, ValueSize: 200}); err != nil {
 		return err

@@ -75,11 +75,8 @@ type childServer struct {
 	js    jetstream.JetStream
 }
 
-// startChild starts this binary as a server child on a random port and
-// connects to it.
-func startChild() (*childServer, error) { return startChildOn(0) }
-
-// startChildOn starts a server child on port (0: random).
+// startChildOn starts this binary as a server child on port (0: random)
+// and connects to it.
 func startChildOn(port int) (*childServer, error) {
 	store, err := os.MkdirTemp("", "kvwatchgen-bench-")
 	if err != nil {
@@ -136,6 +133,21 @@ func (c *childServer) crash() error {
 	c.cmd.Process.Kill()
 	c.cmd.Wait()
 	return c.spawn()
+}
+
+// startWithBucket starts a server child on port (0: random) with an empty
+// "bench" bucket (history 1).
+func startWithBucket(ctx context.Context, port int) (*childServer, jetstream.KeyValue, error) {
+	srv, err := startChildOn(port)
+	if err != nil {
+		return nil, nil, err
+	}
+	kv, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"})
+	if err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	return srv, kv, nil
 }
 
 // stop ends the child and removes its store.

@@ -41,14 +41,11 @@ type readerStart func(ctx context.Context, srv *childServer, first uint64) (*rea
 func runThroughput(ctx context.Context, b *bench) error {
 	n := b.pick(200_000, 50_000, 2_000)
 	rounds := b.pick(5, 3, 1)
-	srv, err := startChild()
+	srv, _, err := startWithBucket(ctx, 0)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	if _, err := srv.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench"}); err != nil {
-		return err
-	}
 	readers := []readerStart{typedReader, rawReader}
 	drain, live, allocs := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	version := 0

@@ -147,16 +147,7 @@ func (c *Cluster) URL() string {
 func (c *Cluster) Connect(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)
-	nc, err := nats.Connect(c.URL(), opts...)
-	if err != nil {
-		t.Fatalf("kvwatchtest: connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("kvwatchtest: jetstream: %v", err)
-	}
-	return nc, js
+	return connect(t, c.URL(), opts...)
 }
 
 // Node returns the node named name (ServerName), or nil.

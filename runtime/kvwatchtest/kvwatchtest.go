@@ -45,7 +45,14 @@ func ServerWith(t testing.TB, opts *server.Options) *server.Server {
 // context; the connection is closed when the test ends.
 func Connect(t testing.TB, s *server.Server, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(s.ClientURL(), opts...)
+	return connect(t, s.ClientURL(), opts...)
+}
+
+// connect connects to url and returns the connection, closed when the
+// test ends, and a JetStream context.
+func connect(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatalf("kvwatchtest: connect: %v", err)
 	}
