@@ -1,0 +1,136 @@
+package kvwatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// This file is the event goroutine's life: initial state, tail, re-scoping
+// in between, and retries.
+
+// run is the event goroutine: initial state, then live changes, and
+// re-scoping in between.
+func (w *Watcher) run() {
+	defer close(w.done)
+	err := w.watch()
+	if err != nil && w.ctx.Err() == nil {
+		w.setErr(err)
+		w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: watch ended", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+		if w.cfg.onError != nil {
+			w.cfg.onError(err)
+		}
+	}
+	// A SetScopes call still waiting learns that the watch is over.
+	if err := w.pendingRescope(); err != nil {
+		err.(*errRescope).req.finish(ErrStopped)
+	}
+}
+
+// watch reads the initial state (or resumes), then tails, applying
+// SetScopes requests between tails, until the context ends or an error
+// that retrying cannot fix. Other errors (a server restarting, a leader
+// moving, a timeout) are retried with backoff: the initial read from the
+// start (entries already delivered are recognised by revision), the tail
+// from the last revision applied.
+func (w *Watcher) watch() error {
+	var snap snapshotResult
+	if len(w.filters) > 0 {
+		for attempt := 0; ; attempt++ {
+			var err error
+			if snap, err = w.catchUpPlan(w.ctx); err == nil {
+				break
+			}
+			if terminal(err) {
+				return err
+			}
+			if stop, final := w.backoff(attempt, err); stop {
+				return final
+			}
+		}
+		w.mu.Lock()
+		w.statePath = snap.path
+		w.mu.Unlock()
+	}
+	caughtUp := w.markSynced // what to do when the tail has caught up
+	// A SetScopes call whose scopes are not caught up yet learns if the
+	// watch ends first.
+	var waiting *rescopeRequest
+	defer func() {
+		if waiting != nil {
+			waiting.finish(ErrStopped)
+		}
+	}()
+	for attempt := 0; ; {
+		var err error
+		received := w.stats.received.Load()
+		if len(w.filters) == 0 {
+			caughtUp()
+			err = w.idle()
+		} else {
+			err = w.tail(snap, caughtUp)
+		}
+		var rs *errRescope
+		switch {
+		case err == nil:
+			return nil // the context ended
+		case errors.As(err, &rs):
+			req := rs.req
+			if snap, err = w.applyRescope(req, rs.cons); err != nil {
+				req.finish(err)
+				return err
+			}
+			waiting = req
+			caughtUp = func() {
+				w.dedupe = nil
+				req.finish(nil)
+			}
+			continue
+		case terminal(err):
+			return err
+		}
+		if w.stats.received.Load() > received {
+			attempt = 0 // it worked for a while: start the backoff over
+		}
+		if stop, final := w.backoff(attempt, err); stop {
+			return final
+		}
+		attempt++
+		w.stats.consumerResets.Add(1)
+		rev := w.revision()
+		snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path}
+	}
+}
+
+// backoff logs a transient error and waits before attempt+1: 100 ms,
+// doubling up to 2 s. stop is set when the watch must end instead: the
+// context ended (final nil), or the error turned out to be a permissions
+// violation (final says so).
+func (w *Watcher) backoff(attempt int, err error) (stop bool, final error) {
+	if perr := w.permissionError(); perr != nil {
+		return true, perr
+	}
+	wait := min(100*time.Millisecond<<min(attempt, 5), 2*time.Second)
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: retrying", slog.String("bucket", w.spec.Bucket),
+		slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, nil
+	case <-w.ctx.Done():
+		return true, nil
+	}
+}
+
+// idle waits, with nothing to watch and no consumer, for the end or for a
+// SetScopes request.
+func (w *Watcher) idle() error {
+	select {
+	case <-w.ctx.Done():
+		return nil
+	case req := <-w.rescope:
+		return &errRescope{req: req}
+	}
+}
