@@ -1,6 +1,7 @@
 // Command fleet is the kvwatchgen example: a node of a fleet watches the
 // network state of the 3 VPCs it hosts, out of 5, with ONE typed watcher
-// (one consumer on the stream), and prints what it sees.
+// (one consumer on the stream), prints what it sees, then moves to another
+// set of VPCs with the same watcher.
 //
 //	go run ./examples/fleet                     # on an embedded nats-server
 //	go run ./examples/fleet -server nats://...  # on an existing server
@@ -97,6 +98,15 @@ func run(serverURL string, out io.Writer) error {
 	s := w.Stats()
 	fmt.Fprintf(out, "\nstats: %d puts, %d deletes, %d skipped (bad value or unknown key); nothing from amber or violet\n",
 		s.Puts, s.Deletes, s.DataErrors+s.UnknownKeys)
+
+	// The node now hosts amber instead of red: re-scope the running
+	// watcher. Only amber is read; red's entries leave the cache.
+	fmt.Fprintf(out, "\nre-scoping to blue, green, amber (same watcher, same single consumer)\n")
+	if err := w.SetScopes(ctx, fleetkv.NetworkScopes{VPC: []string{"blue", "green", "amber"}}); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "cache: %d VPC configs, %d routes, %d firewall rules\n\n",
+		w.VPCConfigCache().Len(), w.RouteCache().Len(), w.FirewallRuleCache().Len())
 	stream, err := js.Stream(ctx, "KV_network")
 	if err != nil {
 		return err
@@ -137,7 +147,8 @@ func changeFleet(ctx context.Context, b *fleetkv.NetworkBucket, kv jetstream.Key
 				fleetkv.Route{CIDR: "10.1.1.0/24", NextHop: "10.1.0.254", Metric: 5, Updated: time.Now()})
 		},
 		func() (uint64, error) {
-			return b.PutRoute(ctx, fleetkv.RouteKey{VPC: "amber", RouteID: "r9"}, fleetkv.Route{CIDR: "10.4.9.0/24"})
+			return b.PutRoute(ctx, fleetkv.RouteKey{VPC: "amber", RouteID: "r9"},
+				fleetkv.Route{CIDR: "10.4.9.0/24", NextHop: "10.4.0.9", Metric: 90})
 		},
 		func() (uint64, error) {
 			return b.PutFirewallRule(ctx, fleetkv.FirewallRuleKey{VPC: "green", Priority: 10},

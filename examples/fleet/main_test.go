@@ -50,11 +50,32 @@ func checkOutput(t *testing.T, text string) {
 			t.Errorf("output lacks %q\n%s", want, text)
 		}
 	}
-	for _, unwatched := range []string{"amber", "violet", "10.4.", "10.5."} {
-		for _, l := range lines {
-			if strings.Contains(l, unwatched) && !strings.HasPrefix(l, "wrote") && !strings.HasPrefix(l, "stats") {
-				t.Errorf("unwatched VPC printed: %q", l)
+	// Before re-scoping, nothing of amber or violet; after it, amber
+	// arrives and red leaves; violet never appears.
+	before, after, ok := strings.Cut(text, "re-scoping to blue, green, amber")
+	if !ok {
+		t.Fatalf("no re-scoping in the output:\n%s", text)
+	}
+	for _, l := range strings.Split(before, "\n") {
+		if strings.HasPrefix(l, "wrote") || strings.HasPrefix(l, "stats") {
+			continue
+		}
+		for _, unwatched := range []string{"amber", "violet", "10.4.", "10.5."} {
+			if strings.Contains(l, unwatched) {
+				t.Errorf("unwatched VPC printed before re-scoping: %q", l)
 			}
 		}
+	}
+	for _, want := range []string{
+		"vpc       red           live    left the watched scopes, was 10.3.0.0/16 in eu-west-2",
+		"route     amber/r9      initial 10.4.9.0/24 via 10.4.0.9, metric 90",
+		"cache: 3 VPC configs, 7 routes, 4 firewall rules",
+	} {
+		if !strings.Contains(after, want) {
+			t.Errorf("output after re-scoping lacks %q\n%s", want, after)
+		}
+	}
+	if strings.Contains(after, "violet") {
+		t.Errorf("violet printed:\n%s", after)
 	}
 }

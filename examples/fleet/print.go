@@ -66,6 +66,8 @@ func describe[K comparable, V any](ev kvwatch.Event[K, V], show func(V) string) 
 		return fmt.Sprintf("%s %s (was %s)", when, show(ev.Value), show(ev.Prev))
 	case ev.Op == kvwatch.OpPut:
 		return fmt.Sprintf("%s %s", when, show(ev.Value))
+	case ev.LeftScope:
+		return fmt.Sprintf("%s left the watched scopes, was %s", when, show(ev.Prev))
 	case ev.HasPrev:
 		return fmt.Sprintf("%s %sd, was %s", when, ev.Op, show(ev.Prev))
 	}
