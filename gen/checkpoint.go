@@ -20,6 +20,8 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 		g.Id("Revision").Uint64()
 		g.Comment("Filters are the subject filters the entries were watched with.")
 		g.Id("Filters").Index().String()
+		g.Comment("StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.")
+		g.Id("StreamCreated").Qual("time", "Time")
 		for _, k := range b.Kinds {
 			g.Comment(fmt.Sprintf("%s holds the %s entries, sorted by key.", k.GoName, k.GoName))
 			g.Id(k.GoName).Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value))
@@ -34,8 +36,9 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 		g.List(jen.Id("cp"), jen.Err()).Op(":=").Id("w").Dot("Watcher").Dot("Checkpoint").Call()
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id(n.Checkpoint).Values(), jen.Err()))
 		fields := jen.Dict{
-			jen.Id("Revision"): jen.Id("cp").Dot("Revision"),
-			jen.Id("Filters"):  jen.Id("cp").Dot("Filters"),
+			jen.Id("Revision"):      jen.Id("cp").Dot("Revision"),
+			jen.Id("Filters"):       jen.Id("cp").Dot("Filters"),
+			jen.Id("StreamCreated"): jen.Id("cp").Dot("StreamCreated"),
 		}
 		for i, k := range b.Kinds {
 			fields[jen.Id(k.GoName)] = jen.Id("cp").Dot("Kinds").Index(jen.Lit(i)).Assert(
@@ -49,11 +52,16 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 		"with cp's entries and only what changed after cp.Revision is delivered (see kvwatch.Resume "+
 		"for when it re-lists instead). The watcher takes ownership of cp's entries.", n.Watcher)))
 	f.Func().Params(jen.Id("cp").Id(n.Checkpoint)).Id("Resume").Params().Add(rt("Option")).BlockFunc(func(g *jen.Group) {
-		args := []jen.Code{jen.Id("cp").Dot("Revision"), jen.Id("cp").Dot("Filters")}
+		var kinds []jen.Code
 		for _, k := range b.Kinds {
-			args = append(args, jen.Id("cp").Dot(k.GoName))
+			kinds = append(kinds, jen.Id("cp").Dot(k.GoName))
 		}
-		g.Return(rt("Resume").Call(args...))
+		g.Return(rt("Resume").Call(rt("Checkpoint").Values(jen.Dict{
+			jen.Id("Revision"):      jen.Id("cp").Dot("Revision"),
+			jen.Id("Filters"):       jen.Id("cp").Dot("Filters"),
+			jen.Id("StreamCreated"): jen.Id("cp").Dot("StreamCreated"),
+			jen.Id("Kinds"):         jen.Index().Any().Values(kinds...),
+		})))
 	})
 	f.Line()
 }

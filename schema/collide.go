@@ -106,6 +106,7 @@ func (l *loader) assignNames(s *Schema) {
 		checkpoint := l.namespace("struct " + b.Names.Checkpoint)
 		checkpoint.add("Revision", "the checkpoint's revision", b.Pos)
 		checkpoint.add("Filters", "the checkpoint's filters", b.Pos)
+		checkpoint.add("StreamCreated", "the checkpoint's stream identity", b.Pos)
 		checkpoint.add("Resume", "its Resume method", b.Pos)
 		for _, k := range b.Kinds {
 			n := k.GoName

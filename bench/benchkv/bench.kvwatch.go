@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // ItemKey is the key of a Item entry of bucket bench: "p.{p}.item.{id}". Its
@@ -163,6 +164,8 @@ type BenchCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Item holds the Item entries, sorted by key.
 	Item []kvwatch.Entry[ItemKey, Item]
 }
@@ -176,9 +179,10 @@ func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
 		return BenchCheckpoint{}, err
 	}
 	return BenchCheckpoint{
-		Filters:  cp.Filters,
-		Item:     cp.Kinds[0].([]kvwatch.Entry[ItemKey, Item]),
-		Revision: cp.Revision,
+		Filters:       cp.Filters,
+		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Item]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -187,7 +191,12 @@ func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp BenchCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Item)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Item},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // BenchBucket reads and writes single entries of bucket bench with typed keys

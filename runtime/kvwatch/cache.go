@@ -37,6 +37,12 @@ type state struct {
 	// revision is the last revision applied in stream order; every entry
 	// up to it is reflected in the caches. Guarded by mu.
 	revision uint64
+	// rescoping is set while SetScopes brings scopes in: the caches are
+	// not a state of the new scopes yet. Guarded by mu.
+	rescoping bool
+	// streamCreated is the creation time of the stream the caches come
+	// from, for checkpoints. Guarded by mu.
+	streamCreated time.Time
 }
 
 // ScopeSet is a set of scope values; the generated Scopes types implement

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -15,8 +16,9 @@ import (
 // catches up with only what changed, like an etcd watch from a revision or
 // a Kubernetes informer's relist avoided.
 
-// ErrNotSynced is returned by Checkpoint before the watcher is synced: the
-// caches are not a state yet.
+// ErrNotSynced is returned by Checkpoint before the watcher is synced, and
+// while a SetScopes call brings its scopes in: the caches are not a state
+// of the watcher's scopes yet.
 var ErrNotSynced = errors.New("kvwatch: watcher not synced yet")
 
 // Checkpoint is a watcher's state at one revision. Generated code turns it
@@ -28,20 +30,30 @@ type Checkpoint struct {
 	// Filters are the watcher's subject filters: a watcher resumed with
 	// scopes these do not cover re-lists.
 	Filters []string
+	// StreamCreated is when the bucket's stream was created: a watcher
+	// resumed on a stream created at another time (the bucket was deleted
+	// and made again) re-lists, whatever the revisions say.
+	StreamCreated time.Time
 	// Kinds holds the entries of each binding, in the order given to
 	// Start, as []Entry[K, V] sorted by key. The values are copies.
 	Kinds []any
 }
 
 // Checkpoint returns the watcher's caches and revision, taken atomically
-// (no event is half applied). It fails with ErrNotSynced before sync.
+// (no event is half applied). It fails with ErrNotSynced before sync and
+// while SetScopes brings scopes in.
 func (w *Watcher) Checkpoint() (Checkpoint, error) {
 	if !w.isSynced() {
 		return Checkpoint{}, ErrNotSynced
 	}
-	cp := Checkpoint{Filters: slices.Clone(w.filters), Kinds: make([]any, len(w.bindings))}
+	cp := Checkpoint{Kinds: make([]any, len(w.bindings))}
 	w.state.mu.RLock()
-	cp.Revision = w.state.revision
+	if w.state.rescoping {
+		w.state.mu.RUnlock()
+		return Checkpoint{}, ErrNotSynced
+	}
+	cp.Revision, cp.StreamCreated = w.state.revision, w.state.streamCreated
+	cp.Filters = slices.Clone(w.currentFilters())
 	for i, b := range w.bindings {
 		cp.Kinds[i] = b.entriesLocked()
 	}
@@ -50,13 +62,6 @@ func (w *Watcher) Checkpoint() (Checkpoint, error) {
 		cp.Kinds[i] = b.cloneEntries(cp.Kinds[i])
 	}
 	return cp, nil
-}
-
-// resumeFrom is what the Resume option carries.
-type resumeFrom struct {
-	revision uint64
-	filters  []string
-	kinds    []any
 }
 
 // Resume starts the watcher from a checkpoint instead of an empty state:
@@ -82,8 +87,8 @@ type resumeFrom struct {
 //
 // To persist a watcher: take Watcher.Checkpoint (generated code: a typed
 // checkpoint that encodes to JSON), store it, and pass it back here.
-func Resume(revision uint64, filters []string, kinds ...any) Option {
-	return func(c *config) { c.resume = &resumeFrom{revision: revision, filters: filters, kinds: kinds} }
+func Resume(cp Checkpoint) Option {
+	return func(c *config) { c.resume = &cp }
 }
 
 // restore fills the caches from the Resume option, if any.
@@ -92,15 +97,15 @@ func (w *Watcher) restore() error {
 	if r == nil {
 		return nil
 	}
-	if len(r.kinds) > len(w.bindings) {
-		return fmt.Errorf("kvwatch: resume: checkpoint has %d kinds, the watcher %d", len(r.kinds), len(w.bindings))
+	if len(r.Kinds) > len(w.bindings) {
+		return fmt.Errorf("kvwatch: resume: checkpoint has %d kinds, the watcher %d", len(r.Kinds), len(w.bindings))
 	}
 	inScope := w.matchesScopes
 	if len(w.filters) == 0 {
 		inScope = func(string) bool { return false }
 	}
 	restored, oldest := 0, uint64(0)
-	for i, entries := range r.kinds {
+	for i, entries := range r.Kinds {
 		n, min, err := w.bindings[i].restore(entries, inScope)
 		if err != nil {
 			return err
@@ -111,7 +116,7 @@ func (w *Watcher) restore() error {
 		restored += n
 	}
 	w.oldestRestored = oldest
-	w.state.revision = r.revision
+	w.state.revision = r.Revision
 	w.restored = restored
 	return nil
 }
@@ -145,23 +150,29 @@ func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
 		return snap, err
 	}
 	w.setResumePath("delta", "")
-	return snapshotResult{upTo: r.revision, catchUp: info.State.LastSeq, path: pathResume}, nil
+	for _, b := range w.bindings {
+		b.cancelRelist() // marks of a failed earlier attempt: the delta confirms the rest
+	}
+	w.setStreamCreated(info.Created)
+	return snapshotResult{upTo: r.Revision, catchUp: info.State.LastSeq, path: pathResume}, nil
 }
 
 // deltaUnprovable returns why the changes after the checkpoint cannot be
 // proven complete from the stream, or "" when they can.
-func (w *Watcher) deltaUnprovable(r *resumeFrom, info *jetstream.StreamInfo) string {
+func (w *Watcher) deltaUnprovable(r *Checkpoint, info *jetstream.StreamInfo) string {
 	st := info.State
 	switch {
-	case r.revision > st.LastSeq:
-		return fmt.Sprintf("the checkpoint's revision %d is past the stream's last sequence %d (was the bucket recreated?)", r.revision, st.LastSeq)
-	case st.FirstSeq > r.revision+1:
-		return fmt.Sprintf("the stream's first sequence %d is past the checkpoint's revision %d: retention or purges may have removed changes", st.FirstSeq, r.revision)
+	case !r.StreamCreated.IsZero() && !r.StreamCreated.Equal(info.Created):
+		return "the bucket's stream was created again since the checkpoint"
+	case r.Revision > st.LastSeq:
+		return fmt.Sprintf("the checkpoint's revision %d is past the stream's last sequence %d (was the bucket recreated?)", r.Revision, st.LastSeq)
+	case st.FirstSeq > r.Revision+1:
+		return fmt.Sprintf("the stream's first sequence %d is past the checkpoint's revision %d: retention or purges may have removed changes", st.FirstSeq, r.Revision)
 	case removesSilently(info.Config) && w.restored > 0 && st.FirstSeq > w.oldestRestored:
 		return fmt.Sprintf("the stream's retention removes entries without a marker and its first sequence %d is past the oldest restored entry (%d): restored entries may have expired", st.FirstSeq, w.oldestRestored)
 	case st.Msgs == 0 && w.restored > 0:
 		return "the stream is empty (purged?) but the checkpoint is not"
-	case !filtersCover(r.filters, w.filters):
+	case !filtersCover(r.Filters, w.filters):
 		return "the watcher's scopes are not covered by the checkpoint's"
 	}
 	return ""

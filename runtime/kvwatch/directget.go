@@ -28,7 +28,7 @@ const maxMultiLastSubjects = 1024
 var (
 	errTooManyResults = errors.New("more than 1024 subjects match")
 	errNoResults      = errors.New("no subject matches")
-	errNoDirectGet    = errors.New("direct get is not available on the stream")
+	errNoDirectGet    = errors.New("batched direct get is not available on the stream")
 )
 
 // multiLastRequest is the body of a batched direct get.
@@ -110,14 +110,19 @@ func (d *directGetter) send(ctx context.Context, req multiLastRequest) (*pending
 // error. It drops the subscription when done.
 func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg) error) (batchEnd, error) {
 	defer p.cancel()
+	received := 0
 	for {
 		msg, err := p.sub.NextMsg(d.timeout)
-		if err != nil {
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			return batchEnd{}, errNoDirectGet // nobody serves direct gets
+		case err != nil:
 			return batchEnd{}, fmt.Errorf("direct get: waiting for reply: %w", err)
 		}
-		status := msg.Header.Get("Status")
+		status, description := msg.Header.Get("Status"), msg.Header.Get("Description")
 		switch {
 		case status == "" && len(msg.Header) > 0:
+			received++
 			if err := fn(msg); err != nil {
 				return batchEnd{}, err
 			}
@@ -127,14 +132,20 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg) error) (batchE
 				pending: headerUint(msg, "Nats-Num-Pending"),
 				lastSeq: headerUint(msg, "Nats-Last-Sequence"),
 			}, nil
-		case status == "404":
+		case status == "404" && description == "No Results" && received == 0:
 			return batchEnd{}, errNoResults
+		case status == "404":
+			// A message the server had resolved failed to load: the answer
+			// is incomplete. Not "nothing matched": retry.
+			return batchEnd{}, fmt.Errorf("direct get: answer cut short after %d entries: %s %s", received, status, description)
 		case status == "413":
 			return batchEnd{}, errTooManyResults
-		case status == "503":
+		case status == "408" && received == 0:
+			// A server that does not know batched direct get (before 2.11)
+			// takes the request for an empty one.
 			return batchEnd{}, errNoDirectGet
 		default:
-			return batchEnd{}, fmt.Errorf("direct get: server answered %s %s", status, msg.Header.Get("Description"))
+			return batchEnd{}, fmt.Errorf("direct get: server answered %s %s", status, description)
 		}
 	}
 }

@@ -71,10 +71,15 @@ func (d *dispatcher) reportData(err error) {
 	d.report(err)
 }
 
-// report logs err and passes it to the OnError callback. A panic in the
-// callback itself is logged and swallowed.
+// report logs an entry the watch skipped and passes err to OnError.
 func (d *dispatcher) report(err error) {
 	d.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "kvwatch: skipped", slog.Any("error", err))
+	d.notify(err)
+}
+
+// notify passes err to the OnError callback. A panic in the callback
+// itself is logged and swallowed.
+func (d *dispatcher) notify(err error) {
 	if d.cfg.onError == nil {
 		return
 	}

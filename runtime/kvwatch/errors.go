@@ -48,16 +48,32 @@ func (w *Watcher) consumerErr(err error) error {
 }
 
 // permissionError returns a terminal error when the connection's last
-// error is a permissions violation on a subject of this watcher's stream.
-// The server answers such a publish with an asynchronous -ERR, not a
-// reply, so the request itself only times out; this turns the timeout
-// into the error that explains it.
+// error is a permissions violation on a subject of this watcher's stream
+// that happened since the watcher started. The server answers such a
+// publish with an asynchronous -ERR, not a reply, so the request itself
+// only times out; this turns the timeout into the error that explains it.
 func (w *Watcher) permissionError() error {
 	last := w.js.Conn().LastError()
-	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(last.Error(), w.stream) {
+	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) || last.Error() == w.errAtStart {
+		return nil
+	}
+	_, quoted, ok := strings.Cut(last.Error(), `"`)
+	subject, _, ok2 := strings.Cut(quoted, `"`)
+	if !ok || !ok2 || !w.ownsSubject(subject) {
 		return nil
 	}
 	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, last)
+}
+
+// ownsSubject reports whether subject is one this watcher sends requests
+// to: an API subject naming its stream as a whole token.
+func (w *Watcher) ownsSubject(subject string) bool {
+	for tok := range strings.SplitSeq(subject, ".") {
+		if tok == w.stream {
+			return true
+		}
+	}
+	return false
 }
 
 // terminal reports whether err ends the watch: retrying cannot fix it.
@@ -68,6 +84,7 @@ func terminal(err error) bool {
 	switch {
 	case errors.Is(err, ErrBucketNotFound), errors.Is(err, ErrConsumerLimit), errors.Is(err, ErrTooManyFilters),
 		errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, jetstream.ErrInvalidOption),
 		errors.Is(err, nats.ErrPermissionViolation), errors.Is(err, nats.ErrAuthorization):
 		return true
 	case errors.As(err, &jsErr) && jsErr.APIError() != nil:

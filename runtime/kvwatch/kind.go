@@ -75,6 +75,7 @@ type AnyBinding interface {
 	cloneEntries(entries any) any
 	lenLocked() int
 	beginRelist()
+	cancelRelist()
 	endRelist(w *Watcher, revision uint64)
 	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
 }
@@ -161,6 +162,10 @@ func (b *Binding[K, V]) prepare(e *rawEntry) prepared {
 func (p *preparedEntry[K, V]) commit(w *Watcher) {
 	b, e := p.b, &p.e
 	if p.err != nil {
+		if w.dedupe.covers(e) {
+			w.commitRevision(e) // replayed after SetScopes: reported already
+			return
+		}
 		w.state.mu.Lock()
 		if !p.keyBad {
 			delete(b.cache.items, p.key)
@@ -273,6 +278,9 @@ func (b *Binding[K, V]) beginRelist() {
 		b.unseen[k] = struct{}{}
 	}
 }
+
+// cancelRelist forgets the unseen marks: the cache is trusted as it is.
+func (b *Binding[K, V]) cancelRelist() { b.unseen = nil }
 
 // endRelist delivers a delete, with its final state unknown, for every
 // restored key the re-list did not find: it vanished while the watcher was

@@ -17,7 +17,7 @@ type config struct {
 	inactiveThreshold time.Duration
 	requestTimeout    time.Duration
 	maxFilters        int
-	resume            *resumeFrom
+	resume            *Checkpoint
 }
 
 func defaultConfig() config {
@@ -50,14 +50,20 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithHeartbeat sets the idle heartbeat of the consumer (default 1s): a
-// watcher notices a lost consumer after two missed heartbeats.
+// watcher notices a lost consumer after two missed heartbeats. nats.go
+// requires it under half of a pull's 30 s expiry: longer values are taken
+// as 15 s.
 func WithHeartbeat(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
-			c.heartbeat = d
+			c.heartbeat = min(d, maxHeartbeat)
 		}
 	}
 }
+
+// maxHeartbeat is the longest heartbeat nats.go accepts with the default
+// pull expiry of 30 s.
+const maxHeartbeat = 15 * time.Second
 
 // WithInactiveThreshold sets how long the server keeps the watcher's
 // consumer after the client stopped pulling (default 30s): the bound on how

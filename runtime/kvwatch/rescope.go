@@ -3,7 +3,6 @@ package kvwatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -20,14 +19,24 @@ type rescopeRequest struct {
 	scopeFilters []string
 	filters      []string
 	widened      bool
-	done         chan error // receives the outcome, once
+	done         chan error    // receives the outcome, once
+	finished     chan struct{} // closed with the outcome
 	once         sync.Once
+
+	// Set by the first attempt of applyRescope, which switches the
+	// filters; a retry after a transient error only reads again.
+	switched bool
+	old      []string // the filters before
+	rev      uint64   // the revision the switch happened at
 }
 
 // finish reports the outcome to the SetScopes call; only the first
 // outcome counts.
 func (r *rescopeRequest) finish(err error) {
-	r.once.Do(func() { r.done <- err })
+	r.once.Do(func() {
+		r.done <- err
+		close(r.finished)
+	})
 }
 
 // errRescope ends the tail so that the event goroutine can apply req. The
@@ -42,21 +51,29 @@ type errRescope struct {
 func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 
 // SetScopes changes the watcher's scopes while it runs. It waits until the
-// watcher is synced, then, on the event goroutine:
+// watcher is synced (and until an earlier SetScopes has brought its scopes
+// in), then, on the event goroutine:
 //
-//  1. the consumer is deleted (the watcher never holds two);
-//  2. keys of scopes no longer watched leave the cache: each is delivered
-//     as an OpDelete with LeftScope set and its last value in Prev (the
-//     key still exists in the bucket; the watcher stops watching it);
-//  3. the scopes added are read at the watcher's current revision R, their
-//     entries delivered as initial events (only they are read: the cost
-//     is proportional to what was added);
-//  4. one consumer with the new filter set starts at R+1, so that no
-//     change to any scope is lost or delivered twice.
+//  1. the tail stops; keys of scopes no longer watched leave the cache:
+//     each is delivered as an OpDelete with LeftScope set and its last
+//     value in Prev (the key still exists in the bucket; the watcher stops
+//     watching it);
+//  2. the scopes added are read, their entries delivered as initial events
+//     (only they are read: the cost is proportional to what was added);
+//  3. the old consumer is deleted, then one consumer with the new filter
+//     set starts where no change to any scope is lost or delivered twice:
+//     after the read when the old consumer had nothing pending, otherwise
+//     at the watcher's revision, replayed entries of the added scopes
+//     being recognised by revision. The watcher never holds two.
+//
+// Without direct get on the stream, step 2 is the new consumer's own
+// last-per-subject delivery of every scope instead: entries the cache holds
+// at the same revision bring no event.
 //
 // It returns once the added scopes are synced (the consumer has caught up
-// with the stream as it was when the scopes were read), or with ctx's
-// error (the change then still completes in the background). Values are checked first (*ScopeError).
+// with the stream as it was when they were read), or with ctx's error (the
+// change then still completes in the background). Transient failures are
+// retried like the watch's. Values are checked first (*ScopeError).
 // Setting the current scopes again does nothing; empty scopes leave the
 // watcher with no consumer. Do not call it from a handler.
 func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
@@ -73,10 +90,21 @@ func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
 	}
 	w.setMu.Lock()
 	defer w.setMu.Unlock()
+	if prev := w.lastRescope; prev != nil {
+		select { // an earlier call that returned on its context may still run
+		case <-prev.finished:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.done:
+			return w.stoppedErr()
+		}
+	}
 	if slices.Equal(filters, w.currentFilters()) && !widened && !w.isWidened() {
 		return nil
 	}
-	req := &rescopeRequest{scopeFilters: scopeFilters, filters: filters, widened: widened, done: make(chan error, 1)}
+	req := &rescopeRequest{scopeFilters: scopeFilters, filters: filters, widened: widened,
+		done: make(chan error, 1), finished: make(chan struct{})}
+	w.lastRescope = req
 	select {
 	case w.rescope <- req:
 	case <-ctx.Done():
@@ -126,29 +154,19 @@ func (w *Watcher) pendingRescope() error {
 }
 
 // applyRescope carries out req on the event goroutine and returns where
-// the tail must start. old is the consumer that was running (nil if
-// none); it is deleted before applyRescope returns, so that the watcher
-// never holds two.
+// the tail must start. oldCons is the consumer that was running (nil if
+// none, or on a retry); it is deleted before applyRescope returns, so that
+// the watcher never holds two. A retry after a transient error only reads
+// again: the filters were switched and the left keys removed the first
+// time.
 func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) (snapshotResult, error) {
 	if oldCons != nil {
 		defer w.deleteConsumer(oldCons)
 	}
-	old := w.currentFilters()
-	rev := w.revision()
-	w.setFilters(req.scopeFilters, req.filters, req.widened)
-	w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: re-scoping", slog.String("bucket", w.spec.Bucket),
-		slog.Int("filters_before", len(old)), slog.Int("filters_after", len(req.filters)), slog.Uint64("revision", rev))
-
-	inScope := w.matchesScopes
-	if len(req.filters) == 0 {
-		inScope = func(string) bool { return false }
+	if !req.switched {
+		w.switchScopes(req)
 	}
-	for _, b := range w.bindings {
-		b.leaveScope(w, inScope, rev)
-	}
-	if len(req.filters) == 0 {
-		return snapshotResult{upTo: rev, catchUp: rev}, nil
-	}
+	old, rev := req.old, req.rev
 	var added []string
 	for _, f := range req.filters {
 		if !filtersCover(old, []string{f}) {
@@ -162,24 +180,23 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 	if err != nil {
 		return snapshotResult{}, w.streamErr(err)
 	}
-	if len(old) == 0 {
-		// Nothing was watched: there is no tail position to keep, so the
-		// new scopes are read like a new watcher's.
-		return w.readState(w.ctx, stream, added, 0, stream.CachedInfo().State.LastSeq)
-	}
+	last := stream.CachedInfo().State.LastSeq
 	// Read the added scopes as they are now (one atomic request where they
 	// fit: a read pinned at an older revision makes the server scan for
 	// the keys written since).
-	snap, err := w.readState(w.ctx, stream, added, 0, stream.CachedInfo().State.LastSeq)
-	if errors.Is(err, errNoDirectGet) {
-		return snapshotResult{}, fmt.Errorf("kvwatch: bucket %s: adding scopes to a running watcher needs direct get on the stream (AllowDirect)", w.spec.Bucket)
-	}
-	if err != nil {
+	snap, err := w.readState(w.ctx, stream, added, 0, last)
+	switch {
+	case errors.Is(err, errNoDirectGet):
+		// The consumer delivers the state of every scope itself; what the
+		// cache already holds brings no event (see replayInitial).
+		return snapshotResult{catchUp: last, viaConsumer: true, replayInitial: true, path: pathConsumer}, nil
+	case err != nil:
 		return snapshotResult{}, err
-	}
-	if w.caughtUpAt(oldCons, rev) {
-		// The old scopes had nothing after R even now, after the read:
-		// every scope is exact at the read's revision S; go on from S+1.
+	case len(old) == 0 || w.caughtUpAt(oldCons, rev):
+		// Nothing was watched, or the old scopes had nothing after R even
+		// now, after the read: every scope is exact at the read's revision
+		// S; go on from S+1.
+		w.setRevision(snap.upTo)
 		return snap, nil
 	}
 	// The old scopes may have changes after R: the consumer starts at
@@ -187,6 +204,33 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 	// already in the read, are recognised by revision and skipped.
 	w.dedupe = &dedupeWindow{keys: w.keyMatcher(added), upTo: snap.upTo}
 	return snapshotResult{upTo: rev, catchUp: max(snap.catchUp, snap.upTo), path: snap.path}, nil
+}
+
+// switchScopes makes req's scopes the watcher's: it records the filters
+// and revision it starts from, marks a re-scope in progress (no checkpoint
+// until it is caught up), and takes the keys of the scopes left out of the
+// cache, telling the handlers.
+func (w *Watcher) switchScopes(req *rescopeRequest) {
+	req.switched, req.old, req.rev = true, w.currentFilters(), w.revision()
+	w.setRescoping(true)
+	w.setFilters(req.scopeFilters, req.filters, req.widened)
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: re-scoping", slog.String("bucket", w.spec.Bucket),
+		slog.Int("filters_before", len(req.old)), slog.Int("filters_after", len(req.filters)), slog.Uint64("revision", req.rev))
+	inScope := w.matchesScopes
+	if len(req.filters) == 0 {
+		inScope = func(string) bool { return false }
+	}
+	for _, b := range w.bindings {
+		b.leaveScope(w, inScope, req.rev)
+	}
+}
+
+// setRescoping records whether a re-scope is being brought in, under the
+// state lock that Checkpoint reads it with.
+func (w *Watcher) setRescoping(on bool) {
+	w.state.mu.Lock()
+	w.state.rescoping = on
+	w.state.mu.Unlock()
 }
 
 // caughtUpAt reports whether the old consumer, asked now, has delivered

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,5 +223,209 @@ func TestSeamHasNoGapNorDuplicate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkpointConsistent fails unless every entry of cp is at or below its
+// revision and inside its filters.
+func checkpointConsistent(t *testing.T, cp kvwatch.Checkpoint) {
+	t.Helper()
+	for _, e := range cp.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+		if e.Revision > cp.Revision {
+			t.Errorf("checkpoint at revision %d holds %s at revision %d", cp.Revision, e.Key, e.Revision)
+		}
+		inside := false
+		for _, f := range cp.Filters {
+			if strings.HasPrefix("$KV.network."+e.Key.String(), strings.TrimSuffix(f, ">")) {
+				inside = true
+			}
+		}
+		if !inside {
+			t.Errorf("checkpoint with filters %v holds %s", cp.Filters, e.Key)
+		}
+	}
+}
+
+// After SetScopes, the watcher's revision covers what the added scopes'
+// read put in the cache: a checkpoint is consistent, and a watcher resumed
+// from it receives nothing when nothing changed.
+func TestCheckpointAfterSetScopes(t *testing.T) {
+	for _, from := range []string{"nothing", "a quiet scope"} {
+		t.Run("from "+from, func(t *testing.T) {
+			js, kv := setup(t)
+			writeKeys(t, kv, "a", 5)
+			writeKeys(t, kv, "b", 5)
+			start := kvwatch.Scopes{}
+			if from != "nothing" {
+				start = vpcs("a")
+			}
+			_, _, bindings := networkBindings(newRecorder())
+			w, err := kvwatch.Start(context.Background(), js, &network, start, bindings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			waitSynced(t, w)
+			if err := w.SetScopes(context.Background(), vpcs("a", "b")); err != nil {
+				t.Fatal(err)
+			}
+			cp, err := w.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkpointConsistent(t, cp)
+			if cp.Revision < 10 {
+				t.Errorf("checkpoint revision %d, want the 10 writes covered", cp.Revision)
+			}
+			got, w2 := resumeEvents(t, js, vpcs("a", "b"), cp)
+			if len(got) != 0 || w2.Stats().Resume != "delta" {
+				t.Errorf("resumed with nothing changed: events %v, path %q; want none, delta", got, w2.Stats().Resume)
+			}
+		})
+	}
+}
+
+// Checkpoints taken while SetScopes runs are either refused or consistent
+// (and the race detector sees no race).
+func TestCheckpointDuringSetScopes(t *testing.T) {
+	js, kv := setup(t)
+	writeKeys(t, kv, "a", 50)
+	writeKeys(t, kv, "b", 50)
+	_, _, bindings := networkBindings(newRecorder())
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var taken, refused atomic.Int64
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			cp, err := w.Checkpoint()
+			if err != nil {
+				refused.Add(1)
+				continue
+			}
+			taken.Add(1)
+			checkpointConsistent(t, cp)
+		}
+	})
+	for _, s := range []kvwatch.Scopes{vpcs("a", "b"), vpcs("b"), vpcs("a")} {
+		if err := w.SetScopes(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	if taken.Load() == 0 {
+		t.Fatal("no checkpoint taken while re-scoping: the test proves nothing")
+	}
+}
+
+// Without direct get on the stream, SetScopes replays every scope through
+// the consumer: the added scope arrives, and what the cache already held
+// brings no event.
+func TestSetScopesWithoutDirectGet(t *testing.T) {
+	js, kv := setup(t)
+	writeKeys(t, kv, "a", 10)
+	writeKeys(t, kv, "b", 10)
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, "KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if kv, err = js.KeyValue(ctx, "network"); err != nil { // a handle that no longer reads by direct get
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	routes, configs, bindings := networkBindings(r)
+	w, err := kvwatch.Start(ctx, js, &network, vpcs("a"), bindings, r.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	before, _ := r.snapshot()
+	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	events, errs := r.snapshot()
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	for _, e := range events[len(before):] {
+		if !strings.HasPrefix(e.Key, "vpc.b.") || !e.Initial {
+			t.Errorf("event after adding scope b: %+v, want only initial events of b", e)
+		}
+	}
+	if n := len(events) - len(before); n != 10 {
+		t.Errorf("%d events for the added scope, want 10", n)
+	}
+	if got, want := cacheState(routes, configs), bucketState(t, kv, "a", "b"); !slices.Equal(got, want) {
+		t.Errorf("cache\n%v\nwant\n%v", got, want)
+	}
+}
+
+// A SetScopes call that gave up on its context does not let the next one
+// overlap it: the end state is exact and no revision is delivered twice.
+func TestSetScopesAfterAbandonedCall(t *testing.T) {
+	js, kv := setup(t)
+	writeKeys(t, kv, "a", 20)
+	writeKeys(t, kv, "b", 20)
+	writeKeys(t, kv, "c", 20)
+	r := newRecorder()
+	routes, configs, bindings := networkBindings(r)
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings, r.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	stop := overwrite(t, kv, []string{"vpc.a.route.r1", "vpc.b.route.r1", "vpc.c.route.r1"})
+	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	w.SetScopes(short, vpcs("a", "b")) // may give up before it is done
+	cancel()
+	if err := w.SetScopes(context.Background(), vpcs("a", "b", "c")); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	last := put(t, kv, "vpc.a", vpcConfig{Name: "end"})
+	waitRevision(t, w, last)
+	if got, want := cacheState(routes, configs), bucketState(t, kv, "a", "b", "c"); !slices.Equal(got, want) {
+		t.Errorf("cache\n%v\nwant\n%v", got, want)
+	}
+	events, _ := r.snapshot()
+	seen := map[string]bool{}
+	for _, e := range events {
+		id := fmt.Sprintf("%s@%d/%s", e.Key, e.Revision, e.Op)
+		if seen[id] && !e.Initial {
+			t.Errorf("%s delivered twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+// A heartbeat longer than nats.go accepts is taken as its maximum: the
+// watcher works, with one consumer.
+func TestLongHeartbeat(t *testing.T) {
+	js, kv := setup(t)
+	put(t, kv, "vpc.a", vpcConfig{})
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r, kvwatch.WithHeartbeat(20*time.Second))
+	waitSynced(t, w)
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
+		t.Fatalf("consumers = %d, want 1", n)
 	}
 }

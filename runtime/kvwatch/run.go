@@ -1,10 +1,13 @@
 package kvwatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // This file is the event goroutine's life: initial state, tail, re-scoping
@@ -18,9 +21,7 @@ func (w *Watcher) run() {
 	if err != nil && w.ctx.Err() == nil {
 		w.setErr(err)
 		w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: watch ended", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
-		if w.cfg.onError != nil {
-			w.cfg.onError(err)
-		}
+		w.disp.notify(err)
 	}
 	// A SetScopes call still waiting learns that the watch is over.
 	if err := w.pendingRescope(); err != nil {
@@ -38,6 +39,15 @@ func (w *Watcher) watch() error {
 	var snap snapshotResult
 	if len(w.filters) > 0 {
 		for attempt := 0; ; attempt++ {
+			if attempt > 0 {
+				// Entries the failed attempt delivered may be gone by now:
+				// the read that follows confirms them, and the keys it does
+				// not find are deleted at sync (as a resumed watcher's
+				// re-list does).
+				for _, b := range w.bindings {
+					b.beginRelist()
+				}
+			}
 			var err error
 			if snap, err = w.catchUpPlan(w.ctx); err == nil {
 				break
@@ -77,13 +87,15 @@ func (w *Watcher) watch() error {
 			return nil // the context ended
 		case errors.As(err, &rs):
 			req := rs.req
-			if snap, err = w.applyRescope(req, rs.cons); err != nil {
-				req.finish(err)
+			waiting = req
+			var stop bool
+			if snap, stop, err = w.rescopeWithRetries(req, rs.cons); stop {
+				req.finish(cmp.Or(err, ErrStopped))
 				return err
 			}
-			waiting = req
 			caughtUp = func() {
 				w.dedupe = nil
+				w.setRescoping(false)
 				req.finish(nil)
 			}
 			continue
@@ -98,8 +110,30 @@ func (w *Watcher) watch() error {
 		}
 		attempt++
 		w.stats.consumerResets.Add(1)
-		rev := w.revision()
-		snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path}
+		if rev := w.revision(); rev > 0 || !snap.viaConsumer {
+			// Go on from the last revision applied (before anything was
+			// applied, a consumer delivering the state starts over as is).
+			snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path, replayInitial: snap.replayInitial}
+		}
+	}
+}
+
+// rescopeWithRetries applies req, retrying transient failures with
+// backoff. stop is set when the watch must end: err is then the terminal
+// error, or nil when the context ended.
+func (w *Watcher) rescopeWithRetries(req *rescopeRequest, oldCons jetstream.Consumer) (snap snapshotResult, stop bool, err error) {
+	for attempt := 0; ; attempt++ {
+		snap, err = w.applyRescope(req, oldCons)
+		oldCons = nil // deleted by the first attempt
+		if err == nil {
+			return snap, false, nil
+		}
+		if terminal(err) {
+			return snapshotResult{}, true, err
+		}
+		if stop, final := w.backoff(attempt, err); stop {
+			return snapshotResult{}, true, final
+		}
 	}
 }
 

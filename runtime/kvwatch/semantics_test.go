@@ -178,7 +178,7 @@ func TestResumeDeliversExactlyTheDelta(t *testing.T) {
 	second := newRecorder()
 	routes, configs, bindings := networkBindings(second)
 	w2, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings,
-		append(second.options(), kvwatch.Resume(cp.Revision, cp.Filters, cp.Kinds...))...)
+		append(second.options(), kvwatch.Resume(cp))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func resumeEvents(t *testing.T, js jetstream.JetStream, scopes kvwatch.Scopes, c
 		got = append(got, fmt.Sprintf("%s %s prev=%s unknown=%v", ev.Op, ev.Key, prev, ev.FinalStateUnknown))
 	})
 	w, err := kvwatch.Start(context.Background(), js, &network, scopes,
-		[]kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)}, kvwatch.Resume(cp.Revision, cp.Filters, cp.Kinds...))
+		[]kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)}, kvwatch.Resume(cp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestCheckpointUnderConcurrentWrites(t *testing.T) {
 	second := newRecorder()
 	routes, configs, bindings := networkBindings(second)
 	w2, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings,
-		kvwatch.Resume(cp.Revision, cp.Filters, cp.Kinds...))
+		kvwatch.Resume(cp))
 	if err != nil {
 		t.Fatal(err)
 	}

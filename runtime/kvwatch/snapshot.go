@@ -28,6 +28,12 @@ type snapshotResult struct {
 	// viaConsumer is set when the consumer delivers the initial state
 	// itself (last per subject) instead of a read without a consumer.
 	viaConsumer bool
+	// replayInitial flags the tail's entries as initial until it has
+	// caught up, on a synced watcher too: SetScopes without direct get
+	// replays the state of every scope through the consumer, and entries
+	// the cache already holds at their revision are then recognised as
+	// nothing new.
+	replayInitial bool
 	// path names the way the state was read, for logs and Stats.
 	path string
 }
@@ -58,6 +64,7 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 		return snapshotResult{}, w.streamErr(err)
 	}
 	info := stream.CachedInfo()
+	w.setStreamCreated(info.Created)
 	last := info.State.LastSeq
 	if !info.Config.AllowDirect || (info.State.NumDeleted == 0 && w.cfg.resume == nil) {
 		return snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}, nil

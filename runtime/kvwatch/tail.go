@@ -39,10 +39,19 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = snap.upTo + 1
 	}
+	// OrderedConsumer creates the consumer on the server at once: from
+	// here on, every way out deletes it, unless it is handed over to
+	// applyRescope, which deletes it itself.
 	cons, err := w.js.OrderedConsumer(w.ctx, w.stream, cfg)
 	if err != nil {
 		return w.consumerErr(err)
 	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			w.deleteConsumer(cons)
+		}
+	}()
 	// 1,000 messages a pull: the initial delivery of a fresh bucket goes
 	// faster than with the default 500, at ~200 KiB of buffer for values
 	// of ~200 bytes.
@@ -50,12 +59,6 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 	if err != nil {
 		return w.consumerErr(err)
 	}
-	handedOver := false // to applyRescope, which deletes it
-	defer func() {
-		if !handedOver {
-			w.deleteConsumer(cons)
-		}
-	}()
 	// Stopping the iterator is how the context and SetScopes end reading:
 	// Next then returns at once (an option per call would allocate per
 	// message).
@@ -129,7 +132,7 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 			op:       opOf(msg.Headers()),
 			revision: rev,
 			created:  time.Unix(0, meta.timestamp),
-			initial:  !w.isSynced(),
+			initial:  !w.isSynced() || (snap.replayInitial && !reached),
 			ordered:  true,
 		}
 		w.deliver(&e)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -58,9 +59,13 @@ type Watcher struct {
 	resumePath string // how a resumed watcher caught up (Stats)
 	stopTail   func() // stops the running consumer iterator, if any
 
-	setMu   sync.Mutex           // serializes SetScopes calls
-	rescope chan *rescopeRequest // SetScopes requests for the event goroutine
-	dedupe  *dedupeWindow        // event goroutine only: see applyRescope
+	setMu       sync.Mutex           // serializes SetScopes calls
+	lastRescope *rescopeRequest      // the latest SetScopes request (setMu)
+	rescope     chan *rescopeRequest // SetScopes requests for the event goroutine
+	dedupe      *dedupeWindow        // event goroutine only: see applyRescope
+	// errAtStart is the connection's last error when the watcher started:
+	// an older permissions violation is not this watcher's.
+	errAtStart string
 }
 
 // Start validates scopes, checks that the bucket exists and starts
@@ -88,6 +93,9 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		rescope:       make(chan *rescopeRequest, 1),
 	}
 	w.disp = dispatcher{cfg: &w.cfg, stats: &w.stats}
+	if last := js.Conn().LastError(); last != nil {
+		w.errAtStart = last.Error()
+	}
 	var err error
 	if w.templates, err = checkBindings(bindings); err != nil {
 		return nil, err
@@ -230,8 +238,9 @@ func (w *Watcher) Err() error {
 
 // Stop ends the watch and returns after every goroutine of the watcher has
 // exited and its consumer was deleted from the server (best effort: an
-// unreachable server drops it after the inactive threshold). It is
-// idempotent. Do not call it from a handler.
+// unreachable server drops it after the inactive threshold; a goroutine
+// nats.go starts to delete a consumer it replaced may still be running).
+// It is idempotent. Do not call it from a handler.
 func (w *Watcher) Stop() {
 	w.cancel()
 	<-w.done
@@ -334,6 +343,14 @@ func (w *Watcher) commitRevisionLocked(e *rawEntry) {
 	if e.ordered {
 		w.state.revision = e.revision
 	}
+}
+
+// setStreamCreated records the creation time of the stream the caches
+// come from.
+func (w *Watcher) setStreamCreated(t time.Time) {
+	w.state.mu.Lock()
+	w.state.streamCreated = t
+	w.state.mu.Unlock()
 }
 
 // setRevision sets the revision the caches reflect (after the initial

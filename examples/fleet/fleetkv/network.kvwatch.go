@@ -7,6 +7,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
 	"strconv"
+	"time"
 )
 
 // VPCConfigKey is the key of a VPCConfig entry of bucket network:
@@ -296,6 +297,8 @@ type NetworkCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// VPCConfig holds the VPCConfig entries, sorted by key.
 	VPCConfig []kvwatch.Entry[VPCConfigKey, VPCConfig]
 	// Route holds the Route entries, sorted by key.
@@ -313,11 +316,12 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		return NetworkCheckpoint{}, err
 	}
 	return NetworkCheckpoint{
-		Filters:      cp.Filters,
-		FirewallRule: cp.Kinds[2].([]kvwatch.Entry[FirewallRuleKey, FirewallRule]),
-		Revision:     cp.Revision,
-		Route:        cp.Kinds[1].([]kvwatch.Entry[RouteKey, Route]),
-		VPCConfig:    cp.Kinds[0].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
+		Filters:       cp.Filters,
+		FirewallRule:  cp.Kinds[2].([]kvwatch.Entry[FirewallRuleKey, FirewallRule]),
+		Revision:      cp.Revision,
+		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, Route]),
+		StreamCreated: cp.StreamCreated,
+		VPCConfig:     cp.Kinds[0].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
 	}, nil
 }
 
@@ -326,7 +330,12 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.VPCConfig, cp.Route, cp.FirewallRule)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.VPCConfig, cp.Route, cp.FirewallRule},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

@@ -426,6 +426,8 @@ type BlobsCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Text holds the Text entries, sorted by key.
 	Text []kvwatch.Entry[TextKey, string]
 	// Blob holds the Blob entries, sorted by key.
@@ -449,14 +451,15 @@ func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
 		return BlobsCheckpoint{}, err
 	}
 	return BlobsCheckpoint{
-		Addr:     cp.Kinds[4].([]kvwatch.Entry[AddrKey, netip.Addr]),
-		Blob:     cp.Kinds[1].([]kvwatch.Entry[BlobKey, []byte]),
-		Filters:  cp.Filters,
-		Prefix:   cp.Kinds[2].([]kvwatch.Entry[PrefixKey, netip.Prefix]),
-		Raw:      cp.Kinds[5].([]kvwatch.Entry[RawKey, json.RawMessage]),
-		Revision: cp.Revision,
-		Stamp:    cp.Kinds[3].([]kvwatch.Entry[StampKey, time.Time]),
-		Text:     cp.Kinds[0].([]kvwatch.Entry[TextKey, string]),
+		Addr:          cp.Kinds[4].([]kvwatch.Entry[AddrKey, netip.Addr]),
+		Blob:          cp.Kinds[1].([]kvwatch.Entry[BlobKey, []byte]),
+		Filters:       cp.Filters,
+		Prefix:        cp.Kinds[2].([]kvwatch.Entry[PrefixKey, netip.Prefix]),
+		Raw:           cp.Kinds[5].([]kvwatch.Entry[RawKey, json.RawMessage]),
+		Revision:      cp.Revision,
+		Stamp:         cp.Kinds[3].([]kvwatch.Entry[StampKey, time.Time]),
+		StreamCreated: cp.StreamCreated,
+		Text:          cp.Kinds[0].([]kvwatch.Entry[TextKey, string]),
 	}, nil
 }
 
@@ -465,7 +468,12 @@ func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp BlobsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Text, cp.Blob, cp.Prefix, cp.Stamp, cp.Addr, cp.Raw)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Text, cp.Blob, cp.Prefix, cp.Stamp, cp.Addr, cp.Raw},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // BlobsBucket reads and writes single entries of bucket blobs with typed keys

@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // FeatureKey is the key of a Feature entry of bucket app_cfg_v2:
@@ -159,6 +160,8 @@ type AppConfigCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Feature holds the Feature entries, sorted by key.
 	Feature []kvwatch.Entry[FeatureKey, Feature]
 }
@@ -172,9 +175,10 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 		return AppConfigCheckpoint{}, err
 	}
 	return AppConfigCheckpoint{
-		Feature:  cp.Kinds[0].([]kvwatch.Entry[FeatureKey, Feature]),
-		Filters:  cp.Filters,
-		Revision: cp.Revision,
+		Feature:       cp.Kinds[0].([]kvwatch.Entry[FeatureKey, Feature]),
+		Filters:       cp.Filters,
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -183,7 +187,12 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp AppConfigCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Feature)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Feature},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // AppConfigBucket reads and writes single entries of bucket app_cfg_v2 with

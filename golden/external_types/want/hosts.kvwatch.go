@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"net/netip"
 	"net/url"
+	"time"
 )
 
 // HostKey is the key of a Host entry of bucket hosts: "host.{name}". Its
@@ -260,6 +261,8 @@ type HostsCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Host holds the Host entries, sorted by key.
 	Host []kvwatch.Entry[HostKey, Host]
 	// Address holds the Address entries, sorted by key.
@@ -277,11 +280,12 @@ func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
 		return HostsCheckpoint{}, err
 	}
 	return HostsCheckpoint{
-		Address:  cp.Kinds[1].([]kvwatch.Entry[AddressKey, netip.Addr]),
-		Filters:  cp.Filters,
-		Host:     cp.Kinds[0].([]kvwatch.Entry[HostKey, Host]),
-		Link:     cp.Kinds[2].([]kvwatch.Entry[LinkKey, url.URL]),
-		Revision: cp.Revision,
+		Address:       cp.Kinds[1].([]kvwatch.Entry[AddressKey, netip.Addr]),
+		Filters:       cp.Filters,
+		Host:          cp.Kinds[0].([]kvwatch.Entry[HostKey, Host]),
+		Link:          cp.Kinds[2].([]kvwatch.Entry[LinkKey, url.URL]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -290,7 +294,12 @@ func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp HostsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Host, cp.Address, cp.Link)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Host, cp.Address, cp.Link},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // HostsBucket reads and writes single entries of bucket hosts with typed keys

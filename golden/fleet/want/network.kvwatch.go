@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // RouteKey is the key of a Route entry of bucket network:
@@ -223,6 +224,8 @@ type NetworkCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Route holds the Route entries, sorted by key.
 	Route []kvwatch.Entry[RouteKey, Route]
 	// VPCConfig holds the VPCConfig entries, sorted by key.
@@ -238,10 +241,11 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		return NetworkCheckpoint{}, err
 	}
 	return NetworkCheckpoint{
-		Filters:   cp.Filters,
-		Revision:  cp.Revision,
-		Route:     cp.Kinds[0].([]kvwatch.Entry[RouteKey, Route]),
-		VPCConfig: cp.Kinds[1].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
+		Filters:       cp.Filters,
+		Revision:      cp.Revision,
+		Route:         cp.Kinds[0].([]kvwatch.Entry[RouteKey, Route]),
+		StreamCreated: cp.StreamCreated,
+		VPCConfig:     cp.Kinds[1].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
 	}, nil
 }
 
@@ -250,7 +254,12 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Route, cp.VPCConfig)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Route, cp.VPCConfig},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // APIKeyKey is the key of a APIKey entry of bucket kv-store:
@@ -164,6 +165,8 @@ type KVStoreCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// APIKey holds the APIKey entries, sorted by key.
 	APIKey []kvwatch.Entry[APIKeyKey, APIKey]
 }
@@ -177,9 +180,10 @@ func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
 		return KVStoreCheckpoint{}, err
 	}
 	return KVStoreCheckpoint{
-		APIKey:   cp.Kinds[0].([]kvwatch.Entry[APIKeyKey, APIKey]),
-		Filters:  cp.Filters,
-		Revision: cp.Revision,
+		APIKey:        cp.Kinds[0].([]kvwatch.Entry[APIKeyKey, APIKey]),
+		Filters:       cp.Filters,
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -188,7 +192,12 @@ func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp KVStoreCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.APIKey)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.APIKey},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // KVStoreBucket reads and writes single entries of bucket kv-store with typed

@@ -7,6 +7,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
 	"strconv"
+	"time"
 )
 
 // SampleKey is the key of a Sample entry of bucket metrics:
@@ -220,6 +221,8 @@ type MetricsCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Sample holds the Sample entries, sorted by key.
 	Sample []kvwatch.Entry[SampleKey, float64]
 }
@@ -233,9 +236,10 @@ func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
 		return MetricsCheckpoint{}, err
 	}
 	return MetricsCheckpoint{
-		Filters:  cp.Filters,
-		Revision: cp.Revision,
-		Sample:   cp.Kinds[0].([]kvwatch.Entry[SampleKey, float64]),
+		Filters:       cp.Filters,
+		Revision:      cp.Revision,
+		Sample:        cp.Kinds[0].([]kvwatch.Entry[SampleKey, float64]),
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -244,7 +248,12 @@ func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp MetricsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Sample)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Sample},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // MetricsBucket reads and writes single entries of bucket metrics with typed

@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // FuncKey is the key of a Func entry of bucket type:
@@ -221,6 +222,8 @@ type TypeCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Func holds the Func entries, sorted by key.
 	Func []kvwatch.Entry[FuncKey, Chan]
 	// Var holds the Var entries, sorted by key.
@@ -236,10 +239,11 @@ func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
 		return TypeCheckpoint{}, err
 	}
 	return TypeCheckpoint{
-		Filters:  cp.Filters,
-		Func:     cp.Kinds[0].([]kvwatch.Entry[FuncKey, Chan]),
-		Revision: cp.Revision,
-		Var:      cp.Kinds[1].([]kvwatch.Entry[VarKey, string]),
+		Filters:       cp.Filters,
+		Func:          cp.Kinds[0].([]kvwatch.Entry[FuncKey, Chan]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+		Var:           cp.Kinds[1].([]kvwatch.Entry[VarKey, string]),
 	}, nil
 }
 
@@ -248,7 +252,12 @@ func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp TypeCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Func, cp.Var)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Func, cp.Var},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // TypeBucket reads and writes single entries of bucket type with typed keys

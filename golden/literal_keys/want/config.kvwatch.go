@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // GlobalKey is the key of a Global entry of bucket config: "config.global".
@@ -281,6 +282,8 @@ type ConfigCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Global holds the Global entries, sorted by key.
 	Global []kvwatch.Entry[GlobalKey, Settings]
 	// Region holds the Region entries, sorted by key.
@@ -298,11 +301,12 @@ func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
 		return ConfigCheckpoint{}, err
 	}
 	return ConfigCheckpoint{
-		Filters:  cp.Filters,
-		Global:   cp.Kinds[0].([]kvwatch.Entry[GlobalKey, Settings]),
-		Region:   cp.Kinds[1].([]kvwatch.Entry[RegionKey, Settings]),
-		Revision: cp.Revision,
-		Zone:     cp.Kinds[2].([]kvwatch.Entry[ZoneKey, Settings]),
+		Filters:       cp.Filters,
+		Global:        cp.Kinds[0].([]kvwatch.Entry[GlobalKey, Settings]),
+		Region:        cp.Kinds[1].([]kvwatch.Entry[RegionKey, Settings]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+		Zone:          cp.Kinds[2].([]kvwatch.Entry[ZoneKey, Settings]),
 	}, nil
 }
 
@@ -311,7 +315,12 @@ func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ConfigCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Global, cp.Region, cp.Zone)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Global, cp.Region, cp.Zone},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // ConfigBucket reads and writes single entries of bucket config with typed

@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // NodeKey is the key of a Node entry of bucket node-state: "node.{node_id}".
@@ -219,6 +220,8 @@ type NodeStateCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Node holds the Node entries, sorted by key.
 	Node []kvwatch.Entry[NodeKey, Node]
 	// NodeLabels holds the NodeLabels entries, sorted by key.
@@ -234,10 +237,11 @@ func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
 		return NodeStateCheckpoint{}, err
 	}
 	return NodeStateCheckpoint{
-		Filters:    cp.Filters,
-		Node:       cp.Kinds[0].([]kvwatch.Entry[NodeKey, Node]),
-		NodeLabels: cp.Kinds[1].([]kvwatch.Entry[NodeLabelsKey, map[string]string]),
-		Revision:   cp.Revision,
+		Filters:       cp.Filters,
+		Node:          cp.Kinds[0].([]kvwatch.Entry[NodeKey, Node]),
+		NodeLabels:    cp.Kinds[1].([]kvwatch.Entry[NodeLabelsKey, map[string]string]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -246,7 +250,12 @@ func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NodeStateCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Node, cp.NodeLabels)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Node, cp.NodeLabels},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // NodeStateBucket reads and writes single entries of bucket node-state with

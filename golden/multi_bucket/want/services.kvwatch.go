@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // ServiceKey is the key of a Service entry of bucket services: "svc.{name}".
@@ -224,6 +225,8 @@ type ServicesCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Service holds the Service entries, sorted by key.
 	Service []kvwatch.Entry[ServiceKey, Service]
 	// Endpoint holds the Endpoint entries, sorted by key.
@@ -239,10 +242,11 @@ func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
 		return ServicesCheckpoint{}, err
 	}
 	return ServicesCheckpoint{
-		Endpoint: cp.Kinds[1].([]kvwatch.Entry[EndpointKey, []Address]),
-		Filters:  cp.Filters,
-		Revision: cp.Revision,
-		Service:  cp.Kinds[0].([]kvwatch.Entry[ServiceKey, Service]),
+		Endpoint:      cp.Kinds[1].([]kvwatch.Entry[EndpointKey, []Address]),
+		Filters:       cp.Filters,
+		Revision:      cp.Revision,
+		Service:       cp.Kinds[0].([]kvwatch.Entry[ServiceKey, Service]),
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -251,7 +255,12 @@ func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ServicesCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Service, cp.Endpoint)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Service, cp.Endpoint},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // ServicesBucket reads and writes single entries of bucket services with

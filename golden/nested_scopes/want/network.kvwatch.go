@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // VPCKey is the key of a VPC entry of bucket network: "vpc.{vpc}". Its fields
@@ -349,6 +350,8 @@ type NetworkCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// VPC holds the VPC entries, sorted by key.
 	VPC []kvwatch.Entry[VPCKey, string]
 	// Route holds the Route entries, sorted by key.
@@ -368,12 +371,13 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		return NetworkCheckpoint{}, err
 	}
 	return NetworkCheckpoint{
-		Filters:   cp.Filters,
-		Peering:   cp.Kinds[3].([]kvwatch.Entry[PeeringKey, string]),
-		Revision:  cp.Revision,
-		Route:     cp.Kinds[1].([]kvwatch.Entry[RouteKey, string]),
-		RouteNote: cp.Kinds[2].([]kvwatch.Entry[RouteNoteKey, string]),
-		VPC:       cp.Kinds[0].([]kvwatch.Entry[VPCKey, string]),
+		Filters:       cp.Filters,
+		Peering:       cp.Kinds[3].([]kvwatch.Entry[PeeringKey, string]),
+		Revision:      cp.Revision,
+		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, string]),
+		RouteNote:     cp.Kinds[2].([]kvwatch.Entry[RouteNoteKey, string]),
+		StreamCreated: cp.StreamCreated,
+		VPC:           cp.Kinds[0].([]kvwatch.Entry[VPCKey, string]),
 	}, nil
 }
 
@@ -382,7 +386,12 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.VPC, cp.Route, cp.RouteNote, cp.Peering)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.VPC, cp.Route, cp.RouteNote, cp.Peering},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

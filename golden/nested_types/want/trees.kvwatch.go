@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // TreeKey is the key of a Tree entry of bucket trees: "tree.{id}". Its fields
@@ -209,6 +210,8 @@ type TreesCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Tree holds the Tree entries, sorted by key.
 	Tree []kvwatch.Entry[TreeKey, Tree]
 	// Forest holds the Forest entries, sorted by key.
@@ -224,10 +227,11 @@ func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
 		return TreesCheckpoint{}, err
 	}
 	return TreesCheckpoint{
-		Filters:  cp.Filters,
-		Forest:   cp.Kinds[1].([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree]),
-		Revision: cp.Revision,
-		Tree:     cp.Kinds[0].([]kvwatch.Entry[TreeKey, Tree]),
+		Filters:       cp.Filters,
+		Forest:        cp.Kinds[1].([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+		Tree:          cp.Kinds[0].([]kvwatch.Entry[TreeKey, Tree]),
 	}, nil
 }
 
@@ -236,7 +240,12 @@ func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp TreesCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Tree, cp.Forest)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Tree, cp.Forest},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // TreesBucket reads and writes single entries of bucket trees with typed keys

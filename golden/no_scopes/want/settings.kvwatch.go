@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // SettingKey is the key of a Setting entry of bucket settings: "{name}". Its
@@ -148,6 +149,8 @@ type SettingsCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Setting holds the Setting entries, sorted by key.
 	Setting []kvwatch.Entry[SettingKey, string]
 }
@@ -161,9 +164,10 @@ func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
 		return SettingsCheckpoint{}, err
 	}
 	return SettingsCheckpoint{
-		Filters:  cp.Filters,
-		Revision: cp.Revision,
-		Setting:  cp.Kinds[0].([]kvwatch.Entry[SettingKey, string]),
+		Filters:       cp.Filters,
+		Revision:      cp.Revision,
+		Setting:       cp.Kinds[0].([]kvwatch.Entry[SettingKey, string]),
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -172,7 +176,12 @@ func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp SettingsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Setting)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Setting},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // SettingsBucket reads and writes single entries of bucket settings with

@@ -7,6 +7,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
 	"strconv"
+	"time"
 )
 
 // ShardKey is the key of a Shard entry of bucket shards:
@@ -385,6 +386,8 @@ type ShardsCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Shard holds the Shard entries, sorted by key.
 	Shard []kvwatch.Entry[ShardKey, string]
 	// Replica holds the Replica entries, sorted by key.
@@ -404,12 +407,13 @@ func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
 		return ShardsCheckpoint{}, err
 	}
 	return ShardsCheckpoint{
-		Epoch:    cp.Kinds[3].([]kvwatch.Entry[EpochKey, uint64]),
-		Filters:  cp.Filters,
-		Global:   cp.Kinds[2].([]kvwatch.Entry[GlobalKey, Replica]),
-		Replica:  cp.Kinds[1].([]kvwatch.Entry[ReplicaKey, Replica]),
-		Revision: cp.Revision,
-		Shard:    cp.Kinds[0].([]kvwatch.Entry[ShardKey, string]),
+		Epoch:         cp.Kinds[3].([]kvwatch.Entry[EpochKey, uint64]),
+		Filters:       cp.Filters,
+		Global:        cp.Kinds[2].([]kvwatch.Entry[GlobalKey, Replica]),
+		Replica:       cp.Kinds[1].([]kvwatch.Entry[ReplicaKey, Replica]),
+		Revision:      cp.Revision,
+		Shard:         cp.Kinds[0].([]kvwatch.Entry[ShardKey, string]),
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -418,7 +422,12 @@ func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ShardsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Shard, cp.Replica, cp.Global, cp.Epoch)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Shard, cp.Replica, cp.Global, cp.Epoch},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // ShardsBucket reads and writes single entries of bucket shards with typed

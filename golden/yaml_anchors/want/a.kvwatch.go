@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // ItemKey is the key of a Item entry of bucket a: "item.{id}". Its fields are
@@ -158,6 +159,8 @@ type ACheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Item holds the Item entries, sorted by key.
 	Item []kvwatch.Entry[ItemKey, Thing]
 }
@@ -171,9 +174,10 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 		return ACheckpoint{}, err
 	}
 	return ACheckpoint{
-		Filters:  cp.Filters,
-		Item:     cp.Kinds[0].([]kvwatch.Entry[ItemKey, Thing]),
-		Revision: cp.Revision,
+		Filters:       cp.Filters,
+		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Thing]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -182,7 +186,12 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 // kvwatch.Resume for when it re-lists instead). The watcher takes ownership
 // of cp's entries.
 func (cp ACheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Item)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Item},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // ABucket reads and writes single entries of bucket a with typed keys and

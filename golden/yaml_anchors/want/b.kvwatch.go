@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 )
 
 // OtherKey is the key of a Other entry of bucket b: "other.{id}". Its fields
@@ -148,6 +149,8 @@ type BCheckpoint struct {
 	Revision uint64
 	// Filters are the subject filters the entries were watched with.
 	Filters []string
+	// StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.
+	StreamCreated time.Time
 	// Other holds the Other entries, sorted by key.
 	Other []kvwatch.Entry[OtherKey, Thing]
 }
@@ -161,9 +164,10 @@ func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
 		return BCheckpoint{}, err
 	}
 	return BCheckpoint{
-		Filters:  cp.Filters,
-		Other:    cp.Kinds[0].([]kvwatch.Entry[OtherKey, Thing]),
-		Revision: cp.Revision,
+		Filters:       cp.Filters,
+		Other:         cp.Kinds[0].([]kvwatch.Entry[OtherKey, Thing]),
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -172,7 +176,12 @@ func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
 // kvwatch.Resume for when it re-lists instead). The watcher takes ownership
 // of cp's entries.
 func (cp BCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(cp.Revision, cp.Filters, cp.Other)
+	return kvwatch.Resume(kvwatch.Checkpoint{
+		Filters:       cp.Filters,
+		Kinds:         []any{cp.Other},
+		Revision:      cp.Revision,
+		StreamCreated: cp.StreamCreated,
+	})
 }
 
 // BBucket reads and writes single entries of bucket b with typed keys and
