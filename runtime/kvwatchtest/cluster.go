@@ -159,3 +159,15 @@ func (c *Cluster) Node(name string) *Node {
 	}
 	return nil
 }
+
+// MetaLeader returns the name of the running node that leads the
+// JetStream meta group (the one that places streams and consumers), or ""
+// while there is none.
+func (c *Cluster) MetaLeader() string {
+	for _, n := range c.Nodes {
+		if n.Running() && n.JetStreamIsLeader() {
+			return n.opts.ServerName
+		}
+	}
+	return ""
+}
