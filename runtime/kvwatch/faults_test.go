@@ -197,8 +197,8 @@ func TestRecoversFromServerRestart(t *testing.T) {
 		return ok
 	})
 	at, _ := log.firstAfter(before)
-	if took := at.Sub(restarted); took > 3*time.Second {
-		t.Errorf("first event %v after the server was back, want within 3s", took)
+	if took := at.Sub(restarted); took > recoveryBound(3*time.Second) {
+		t.Errorf("first event %v after the server was back, want within %v", took, recoveryBound(3*time.Second))
 	}
 	if w.Stats().ConsumerResets == 0 {
 		t.Error("no consumer reset counted: the restart did not exercise recovery")
@@ -208,6 +208,17 @@ func TestRecoversFromServerRestart(t *testing.T) {
 		return ok
 	})
 	finish(t, kv, w, log, stopWriter)
+}
+
+// recoveryBound is how long a recovery may take: d, the product's target,
+// or three times d under the race detector, whose instrumentation (not the
+// watcher) then dominates. The bench's failover scenario measures the
+// recovery time itself.
+func recoveryBound(d time.Duration) time.Duration {
+	if raceDetector {
+		return 3 * d
+	}
+	return d
 }
 
 // consumerNode returns the name of the server hosting the watcher's
@@ -314,12 +325,13 @@ func loseTheConsumerNode(t *testing.T, withMeta bool, bound time.Duration) {
 	// the watcher's next consumer, and the first of them times the
 	// recovery.
 	before := streamLast(t, js)
-	kvwatchtest.Eventually(t, bound+5*time.Second, "an event after losing "+host, func() bool {
+	kvwatchtest.Eventually(t, recoveryBound(bound)+5*time.Second, "an event after losing "+host, func() bool {
 		_, ok := log.firstAfter(before)
 		return ok
 	})
 	at, _ := log.firstAfter(before)
 	t.Logf("first event from the next consumer %v after losing its node", at.Sub(lost).Round(time.Millisecond))
+	bound = recoveryBound(bound)
 	if took := at.Sub(lost); took > bound {
 		t.Errorf("first event %v after losing the consumer's node, want within %v", took, bound)
 	}
