@@ -182,6 +182,38 @@ func startNetwork(t *testing.T, js jetstream.JetStream, scopes kvwatch.Scopes, r
 	return w
 }
 
+// startCached starts a watcher on scopes whose bindings record into r and
+// keep caches, returned for inspection, and waits until it is synced. The
+// watcher is stopped when the test ends.
+func startCached(t *testing.T, js jetstream.JetStream, scopes kvwatch.Scopes, r *recorder) (*kvwatch.Watcher, *kvwatch.Binding[routeKey, route], *kvwatch.Binding[vpcKey, vpcConfig]) {
+	t.Helper()
+	routes, configs, bindings := networkBindings(r)
+	w, err := kvwatch.Start(context.Background(), js, &network, scopes, bindings, r.options()...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+	return w, routes, configs
+}
+
+// disableDirectGet turns direct get off on the network bucket's stream,
+// as a server that does not offer it would have it.
+func disableDirectGet(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, "KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // put writes v as JSON under key.
 func put(t *testing.T, kv jetstream.KeyValue, key string, v any) uint64 {
 	t.Helper()

@@ -53,13 +53,7 @@ func TestSetScopesUnderWrites(t *testing.T) {
 	writeKeys(t, kv, "b", 60)
 	writeKeys(t, kv, "c", 10)
 	r := newRecorder()
-	routes, configs, bindings := networkBindings(r)
-	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings, r.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	waitSynced(t, w)
+	w, routes, configs := startCached(t, js, vpcs("a"), r)
 	stopWriter := overwrite(t, kv, []string{"vpc.a.route.r1", "vpc.b.route.r2", "vpc.c.route.r3", "vpc.b.route.new"})
 	peak := pollConsumers(t, js)
 
@@ -112,13 +106,7 @@ func TestSetScopesToEmptyAndBack(t *testing.T) {
 	js, kv := setup(t)
 	writeKeys(t, kv, "a", 5)
 	r := newRecorder()
-	routes, configs, bindings := networkBindings(r)
-	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings, r.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	waitSynced(t, w)
+	w, routes, configs := startCached(t, js, vpcs("a"), r)
 	ctx := context.Background()
 	if err := w.SetScopes(ctx, kvwatch.Scopes{}); err != nil {
 		t.Fatal(err)
@@ -337,26 +325,13 @@ func TestSetScopesWithoutDirectGet(t *testing.T) {
 	writeKeys(t, kv, "a", 10)
 	writeKeys(t, kv, "b", 10)
 	ctx := context.Background()
-	stream, err := js.Stream(ctx, "KV_network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := stream.CachedInfo().Config
-	cfg.AllowDirect = false
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	disableDirectGet(t, js)
+	var err error
 	if kv, err = js.KeyValue(ctx, "network"); err != nil { // a handle that no longer reads by direct get
 		t.Fatal(err)
 	}
 	r := newRecorder()
-	routes, configs, bindings := networkBindings(r)
-	w, err := kvwatch.Start(ctx, js, &network, vpcs("a"), bindings, r.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	waitSynced(t, w)
+	w, routes, configs := startCached(t, js, vpcs("a"), r)
 	before, _ := r.snapshot()
 	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
 		t.Fatal(err)
@@ -386,13 +361,7 @@ func TestSetScopesAfterAbandonedCall(t *testing.T) {
 	writeKeys(t, kv, "b", 20)
 	writeKeys(t, kv, "c", 20)
 	r := newRecorder()
-	routes, configs, bindings := networkBindings(r)
-	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings, r.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	waitSynced(t, w)
+	w, routes, configs := startCached(t, js, vpcs("a"), r)
 	stop := overwrite(t, kv, []string{"vpc.a.route.r1", "vpc.b.route.r1", "vpc.c.route.r1"})
 	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	w.SetScopes(short, vpcs("a", "b")) // may give up before it is done

@@ -117,13 +117,7 @@ func TestCacheMatchesBucketAfterRandomOps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	randomOps(t, kv, rng, 200, []string{"a", "b", "c"}, "a")
 	r := newRecorder()
-	routes, configs, bindings := networkBindings(r)
-	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a", "b"), bindings, r.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	waitSynced(t, w)
+	w, routes, configs := startCached(t, js, vpcs("a", "b"), r)
 	last := randomOps(t, kv, rng, 1000, []string{"a", "b", "c"}, "b")
 	waitRevision(t, w, last)
 	want, got := bucketState(t, kv, "a", "b"), cacheState(routes, configs)

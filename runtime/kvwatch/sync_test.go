@@ -88,16 +88,7 @@ func TestSyncLargeScopeWhileOverwriting(t *testing.T) {
 func TestSyncWithoutDirectGet(t *testing.T) {
 	js, kv := setup(t)
 	keys := writeKeys(t, kv, "a", 50)
-	ctx := context.Background()
-	stream, err := js.Stream(ctx, "KV_network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := stream.CachedInfo().Config
-	cfg.AllowDirect = false
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	disableDirectGet(t, js)
 	r := newRecorder()
 	w := startNetwork(t, js, vpcs("a"), r)
 	waitSynced(t, w)
