@@ -86,7 +86,7 @@ func run(serverURL string, out io.Writer) error {
 	fmt.Fprintf(out, "synced: %d VPC configs, %d routes, %d firewall rules in the cache\n\n",
 		w.VPCConfigCache().Len(), w.RouteCache().Len(), w.FirewallRuleCache().Len())
 
-	last, err := changeFleet(ctx, network, kv)
+	last, err := changeFleet(ctx, network)
 	if err != nil {
 		return err
 	}
@@ -140,36 +140,28 @@ func writeFleet(ctx context.Context, b *fleetkv.NetworkBucket) error {
 // changeFleet makes live changes, in and out of the watched VPCs, including
 // a value that does not decode (it is reported and the watch goes on), and
 // returns the revision of the last one.
-func changeFleet(ctx context.Context, b *fleetkv.NetworkBucket, kv jetstream.KeyValue) (uint64, error) {
-	steps := []func() (uint64, error){
-		func() (uint64, error) {
-			return b.PutRoute(ctx, fleetkv.RouteKey{VPC: "blue", RouteID: "r1"},
-				fleetkv.Route{CIDR: "10.1.1.0/24", NextHop: "10.1.0.254", Metric: 5, Updated: time.Now()})
-		},
-		func() (uint64, error) {
-			return b.PutRoute(ctx, fleetkv.RouteKey{VPC: "amber", RouteID: "r9"},
-				fleetkv.Route{CIDR: "10.4.9.0/24", NextHop: "10.4.0.9", Metric: 90})
-		},
-		func() (uint64, error) {
-			return b.PutFirewallRule(ctx, fleetkv.FirewallRuleKey{VPC: "green", Priority: 10},
-				fleetkv.FirewallRule{Action: "deny", CIDR: "0.0.0.0/0", Port: 23})
-		},
-		func() (uint64, error) { return 0, b.DeleteRoute(ctx, fleetkv.RouteKey{VPC: "red", RouteID: "r2"}) },
-		func() (uint64, error) { return kv.PutString(ctx, "vpc.green.route.r3", "not json") },
-		func() (uint64, error) {
-			return b.PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: "red"},
-				fleetkv.VPCConfig{Name: "red", CIDR: "10.3.0.0/16", Region: "eu-west-2"})
-		},
+func changeFleet(ctx context.Context, b *fleetkv.NetworkBucket) (uint64, error) {
+	if _, err := b.PutRoute(ctx, fleetkv.RouteKey{VPC: "blue", RouteID: "r1"},
+		fleetkv.Route{CIDR: "10.1.1.0/24", NextHop: "10.1.0.254", Metric: 5, Updated: time.Now()}); err != nil {
+		return 0, err
 	}
-	var last uint64
-	for _, step := range steps {
-		rev, err := step()
-		if err != nil {
-			return 0, err
-		}
-		last = rev
+	if _, err := b.PutRoute(ctx, fleetkv.RouteKey{VPC: "amber", RouteID: "r9"},
+		fleetkv.Route{CIDR: "10.4.9.0/24", NextHop: "10.4.0.9", Metric: 90}); err != nil {
+		return 0, err
 	}
-	return last, nil
+	if _, err := b.PutFirewallRule(ctx, fleetkv.FirewallRuleKey{VPC: "green", Priority: 10},
+		fleetkv.FirewallRule{Action: "deny", CIDR: "0.0.0.0/0", Port: 23}); err != nil {
+		return 0, err
+	}
+	if err := b.DeleteRoute(ctx, fleetkv.RouteKey{VPC: "red", RouteID: "r2"}); err != nil {
+		return 0, err
+	}
+	// Past the typed API, as a buggy writer would: not a Route.
+	if _, err := b.KeyValue().PutString(ctx, "vpc.green.route.r3", "not json"); err != nil {
+		return 0, err
+	}
+	return b.PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: "red"},
+		fleetkv.VPCConfig{Name: "red", CIDR: "10.3.0.0/16", Region: "eu-west-2"})
 }
 
 // embedded is a nats-server run for the example, with a temporary store.
