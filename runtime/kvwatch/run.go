@@ -110,9 +110,12 @@ func (w *Watcher) watch() error {
 		}
 		attempt++
 		w.stats.consumerResets.Add(1)
-		if rev := w.revision(); rev > 0 || !snap.viaConsumer {
-			// Go on from the last revision applied (before anything was
-			// applied, a consumer delivering the state starts over as is).
+		if rev := w.revision(); w.stats.received.Load() > received || !snap.viaConsumer {
+			// Go on from the last revision applied. A consumer that
+			// delivers the state (the initial one, or a SetScopes replay)
+			// and failed before delivering anything starts over as is: the
+			// watcher's revision, older than what it replays, would skip
+			// entries.
 			snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path, replayInitial: snap.replayInitial}
 		}
 	}

@@ -59,6 +59,7 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 	if err != nil {
 		return w.consumerErr(err)
 	}
+	defer it.Stop() // every way out, with or without a SetScopes hand-over
 	// Stopping the iterator is how the context and SetScopes end reading:
 	// Next then returns at once (an option per call would allocate per
 	// message).

@@ -1,0 +1,150 @@
+package kvwatch_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+)
+
+// faultyJS is a real JetStream client that can be told to fail the next
+// consumer creation, and that keeps the last message iterator the watcher
+// opened, so that a test can end it as a lost connection would.
+type faultyJS struct {
+	jetstream.JetStream
+	failNextConsumer atomic.Bool
+	mu               sync.Mutex
+	lastIterator     jetstream.MessagesContext
+}
+
+func (f *faultyJS) OrderedConsumer(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	if f.failNextConsumer.CompareAndSwap(true, false) {
+		return nil, errors.New("injected: consumer creation failed")
+	}
+	c, err := f.JetStream.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return iteratorKeeper{c, f}, nil
+}
+
+// iteratorKeeper records the iterators its consumer opens.
+type iteratorKeeper struct {
+	jetstream.Consumer
+	js *faultyJS
+}
+
+func (c iteratorKeeper) Messages(opts ...jetstream.PullMessagesOpt) (jetstream.MessagesContext, error) {
+	it, err := c.Consumer.Messages(opts...)
+	if err == nil {
+		c.js.mu.Lock()
+		c.js.lastIterator = it
+		c.js.mu.Unlock()
+	}
+	return it, err
+}
+
+// When the consumer that replays the scopes after SetScopes (on a stream
+// without direct get) fails before delivering anything, the retry replays
+// from the start: the added scope's entries older than the watcher's
+// revision still arrive.
+func TestSetScopesReplayRetriedFromTheStart(t *testing.T) {
+	js, kv := setup(t)
+	writeKeys(t, kv, "b", 10) // older than anything the watcher applies
+	writeKeys(t, kv, "a", 10)
+	disableDirectGet(t, js)
+	kv, err := js.KeyValue(context.Background(), "network") // a handle that no longer reads by direct get
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulty := &faultyJS{JetStream: js}
+	r := newRecorder()
+	w, routes, configs := startCached(t, faulty, vpcs("a"), r)
+	faulty.failNextConsumer.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if faulty.failNextConsumer.Load() {
+		t.Fatal("no consumer creation failed: the retry was not exercised")
+	}
+	if got, want := cacheState(routes, configs), bucketState(t, kv, "a", "b"); !slices.Equal(got, want) {
+		t.Errorf("cache has %d entries\n%v\nwant %d\n%v", len(got), got, len(want), want)
+	}
+}
+
+// A SetScopes call that arrives while the watcher waits to retry a failed
+// tail leaves nothing running after Stop: no pull subscription goroutine of
+// any consumer the watcher opened.
+func TestStopAfterSetScopesDuringBackoff(t *testing.T) {
+	js, kv := setup(t)
+	writeKeys(t, kv, "a", 10)
+	writeKeys(t, kv, "b", 10)
+	faulty := &faultyJS{JetStream: js}
+	retrying := make(chan struct{}, 1)
+	logger := slog.New(signalHandler{msg: "kvwatch: retrying", ch: retrying})
+	r := newRecorder()
+	_, _, bindings := networkBindings(r)
+	w, err := kvwatch.Start(context.Background(), faulty, &network, vpcs("a"), bindings, append(r.options(), kvwatch.WithLogger(logger))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	faulty.mu.Lock()
+	faulty.lastIterator.Stop() // the tail fails; the watcher backs off
+	faulty.mu.Unlock()
+	select {
+	case <-retrying:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher did not back off after its iterator ended")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	kvwatchtest.Eventually(t, 5*time.Second, "no pull subscription goroutine left", func() bool {
+		return pullGoroutines() == 0
+	})
+}
+
+// pullGoroutines counts the goroutines nats.go runs for pull iterators.
+func pullGoroutines() int {
+	buf := make([]byte, 1<<22)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "(*pullSubscription).pullMessages")
+}
+
+// signalHandler is a slog handler that signals ch when a record with
+// message msg is logged.
+type signalHandler struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h signalHandler) WithGroup(string) slog.Handler            { return h }
+func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
