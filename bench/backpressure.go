@@ -23,7 +23,7 @@ func runBackpressure(ctx context.Context, b *bench) error {
 	}
 	defer srv.stop()
 	var handled atomic.Int64
-	w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: []string{"0"}}, benchkv.BenchHandlers{
+	w, err := watchSynced(ctx, srv.js, benchkv.BenchScopes{Prefix: []string{"0"}}, benchkv.BenchHandlers{
 		OnItem: func(benchkv.ItemEvent) {
 			time.Sleep(time.Millisecond)
 			handled.Add(1)
@@ -33,9 +33,6 @@ func runBackpressure(ctx context.Context, b *bench) error {
 		return err
 	}
 	defer w.Stop()
-	if err := w.WaitSynced(ctx); err != nil {
-		return err
-	}
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -44,15 +41,15 @@ func runBackpressure(ctx context.Context, b *bench) error {
 	}
 	before := heap()
 	start := time.Now()
-	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: 1, PerPrefix: n, Count: n, ValueSize: valueSize}); err != nil {
+	if _, err := srv.load(ctx, loadRequest{Bucket: "bench", Prefixes: 1, PerPrefix: n, Count: n, ValueSize: valueSize}); err != nil {
 		return err
 	}
-	publish := time.Since(start)
+	publishTime := time.Since(start)
 	time.Sleep(2 * time.Second) // the handler works through part of it
 	after := heap()
 	s := w.Stats()
 	b.report("backpressure_published_kib", float64(n*valueSize)/1024, "KiB")
-	b.report("backpressure_publish_us_per_update", publish.Seconds()*1e6/float64(n), "µs")
+	b.report("backpressure_publish_us_per_update", publishTime.Seconds()*1e6/float64(n), "µs")
 	b.report("backpressure_handled_events", float64(handled.Load()), "events")
 	b.report("backpressure_server_pending", float64(s.Pending), "messages")
 	b.report("backpressure_client_heap_growth_kib", (float64(after)-float64(before))/1024, "KiB")

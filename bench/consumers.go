@@ -24,26 +24,21 @@ type consumerResult struct {
 
 // runConsumers watches K scopes (2 keys each) with one generated watcher,
 // then with K nats.go watchers (kv.Watch per prefix), each on a fresh
-// server, and reports what the stream leader pays.
+// server, and reports what the stream leader pays: for K = 1, 10, … up to
+// kMax (charted), then for K = past, beyond the 1,000-consumers-per-stream
+// default cap, where the nats.go watchers fail.
 func runConsumers(ctx context.Context, b *bench) error {
-	ks := []int{1, 10, 100, 1000}
-	past := 2000 // past the 1,000-consumers-per-stream default cap
-	if b.tiny {
-		ks, past = []int{1, 10}, 0
-	}
-	var chart [2][]point // consumers and server RSS per approach
-	for _, k := range ks {
+	// -quick keeps K = 1,000 (the whole run takes seconds) and goes just
+	// past the cap; the test stops at K = 10.
+	kMax, past := b.pick(1000, 1000, 10), b.pick(2000, 1001, 0)
+	var chart [2][]point // server RSS per approach
+	for k := 1; k <= kMax; k *= 10 {
 		for i, approach := range []string{"kvwatch", "natsgo"} {
 			res, err := measureConsumers(ctx, approach, k)
 			if err != nil {
 				return err
 			}
-			suffix := fmt.Sprintf("%s_K%d", approach, k)
-			b.report("consumers_"+suffix, float64(res.consumers), "consumers")
-			b.report("server_rss_kib_"+suffix, res.rssKiB, "KiB")
-			b.report("server_heap_kib_"+suffix, res.heapKiB, "KiB")
-			b.report("server_goroutines_"+suffix, float64(res.goroutines), "goroutines")
-			b.report("sync_seconds_"+suffix, res.syncTime.Seconds(), "s")
+			reportConsumers(b, approach, k, res)
 			chart[i] = append(chart[i], point{x: float64(k), y: res.rssKiB, label: strconv.Itoa(k)})
 		}
 	}
@@ -53,14 +48,7 @@ func runConsumers(ctx context.Context, b *bench) error {
 			if err != nil {
 				return err
 			}
-			suffix := fmt.Sprintf("%s_K%d", approach, past)
-			if res.failedAt > 0 {
-				b.reportNote("failed_at_watcher_"+suffix, float64(res.failedAt), "watcher", res.failure)
-				continue
-			}
-			b.report("consumers_"+suffix, float64(res.consumers), "consumers")
-			b.report("server_rss_kib_"+suffix, res.rssKiB, "KiB")
-			b.report("sync_seconds_"+suffix, res.syncTime.Seconds(), "s")
+			reportConsumers(b, approach, past, res)
 		}
 	}
 	if b.charts != "" {
@@ -73,6 +61,23 @@ func runConsumers(ctx context.Context, b *bench) error {
 	return nil
 }
 
+// reportConsumers reports what watching k scopes with approach cost: the
+// same five figures for every k (consumers, server RSS, heap and goroutine
+// growth, time to synced), or, where a watcher could not be created, only
+// which one and why.
+func reportConsumers(b *bench, approach string, k int, res consumerResult) {
+	suffix := fmt.Sprintf("%s_K%d", approach, k)
+	if res.failedAt > 0 {
+		b.reportNote("failed_at_watcher_"+suffix, float64(res.failedAt), "watcher", res.failure)
+		return
+	}
+	b.report("consumers_"+suffix, float64(res.consumers), "consumers")
+	b.report("server_rss_kib_"+suffix, res.rssKiB, "KiB")
+	b.report("server_heap_kib_"+suffix, res.heapKiB, "KiB")
+	b.report("server_goroutines_"+suffix, float64(res.goroutines), "goroutines")
+	b.report("sync_seconds_"+suffix, res.syncTime.Seconds(), "s")
+}
+
 // measureConsumers starts a server with K prefixes of 2 keys, watches all
 // of them with one approach, and measures.
 func measureConsumers(ctx context.Context, approach string, k int) (consumerResult, error) {
@@ -81,10 +86,10 @@ func measureConsumers(ctx context.Context, approach string, k int) (consumerResu
 		return consumerResult{}, err
 	}
 	defer srv.stop()
-	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: k, PerPrefix: 2, Count: 2 * k, ValueSize: 200}); err != nil {
+	if _, err := srv.load(ctx, loadRequest{Bucket: "bench", Prefixes: k, PerPrefix: 2, Count: 2 * k, ValueSize: 200}); err != nil {
 		return consumerResult{}, err
 	}
-	before, err := srv.mem()
+	before, err := srv.mem(ctx)
 	if err != nil {
 		return consumerResult{}, err
 	}
@@ -99,7 +104,7 @@ func measureConsumers(ctx context.Context, approach string, k int) (consumerResu
 	if failedAt > 0 {
 		res.failedAt, res.failure = failedAt, err.Error()
 	}
-	after, err := srv.mem()
+	after, err := srv.mem(ctx)
 	if err != nil {
 		return consumerResult{}, err
 	}
@@ -118,17 +123,9 @@ func measureConsumers(ctx context.Context, approach string, k int) (consumerResu
 // synced. On the nats.go side a watcher that cannot be created ends the
 // attempt: failedAt is its number (1-based) and err why.
 func startWatchers(ctx context.Context, srv *childServer, kv jetstream.KeyValue, approach string, k int) (stop func(), failedAt int, err error) {
-	prefixes := make([]string, k)
-	for i := range prefixes {
-		prefixes[i] = strconv.Itoa(i)
-	}
 	if approach == "kvwatch" {
-		w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: prefixes}, benchkv.BenchHandlers{})
+		w, err := watchSynced(ctx, srv.js, benchkv.BenchScopes{Prefix: prefixNames(k)}, benchkv.BenchHandlers{})
 		if err != nil {
-			return func() {}, 0, err
-		}
-		if err := w.WaitSynced(ctx); err != nil {
-			w.Stop()
 			return func() {}, 0, err
 		}
 		return w.Stop, 0, nil
@@ -142,8 +139,8 @@ func startWatchers(ctx context.Context, srv *childServer, kv jetstream.KeyValue,
 		wg.Wait()
 	}
 	synced := make(chan struct{}, k)
-	for i, p := range prefixes {
-		w, err := kv.Watch(ctx, "p."+p+".>")
+	for i, filter := range prefixFilters(k) {
+		w, err := kv.Watch(ctx, filter)
 		if err != nil {
 			return stop, i + 1, err
 		}

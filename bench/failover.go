@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -55,32 +54,20 @@ func runFailover(ctx context.Context, b *bench) error {
 		return err
 	}
 	defer srv.stop()
-	connect := func() (*nats.Conn, jetstream.JetStream, error) {
-		nc, err := nats.Connect(srv.URL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-		if err != nil {
-			return nil, nil, err
-		}
-		js, err := jetstream.New(nc)
-		return nc, js, err
-	}
-
 	var typed, plain eventClock
-	nc1, js1, err := connect()
+	nc1, js1, err := dial(srv.URL)
 	if err != nil {
 		return err
 	}
 	defer nc1.Close()
-	w, err := benchkv.WatchBench(ctx, js1, benchkv.BenchScopes{Prefix: []string{"0"}}, benchkv.BenchHandlers{
+	w, err := watchSynced(ctx, js1, benchkv.BenchScopes{Prefix: []string{"0"}}, benchkv.BenchHandlers{
 		OnItem: func(ev benchkv.ItemEvent) { typed.saw(ev.Revision) },
 	})
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
-	if err := w.WaitSynced(ctx); err != nil {
-		return err
-	}
-	nc2, js2, err := connect()
+	nc2, js2, err := dial(srv.URL)
 	if err != nil {
 		return err
 	}
@@ -172,8 +159,9 @@ func writeEvery(ctx context.Context, kv jetstream.KeyValue, interval time.Durati
 	return func() { cancel(); wg.Wait() }
 }
 
-// lastSeq returns the bench stream's last sequence, retrying while the
-// client reconnects.
+// lastSeq returns the bench stream's last sequence, retrying every 50 ms
+// (each attempt bounded to 500 ms) while the client reconnects, until ctx
+// ends.
 func lastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error) {
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -182,8 +170,10 @@ func lastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error) {
 		if err == nil {
 			return s.CachedInfo().State.LastSeq, nil
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

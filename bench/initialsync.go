@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
@@ -33,7 +32,7 @@ func runInitialSync(ctx context.Context, b *bench) error {
 	}
 	defer srv.stop()
 	total := prefixes * perPrefix
-	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: prefixes, PerPrefix: perPrefix, Count: total, ValueSize: 200}); err != nil {
+	if _, err := srv.load(ctx, loadRequest{Bucket: "bench", Prefixes: prefixes, PerPrefix: perPrefix, Count: total, ValueSize: 200}); err != nil {
 		return err
 	}
 	b.say("  %d keys over %d prefixes", total, prefixes)
@@ -42,7 +41,7 @@ func runInitialSync(ctx context.Context, b *bench) error {
 		if state == "churned" {
 			// Rewrite ids 0..perPrefix/2-1 of every prefix: half the keys.
 			half := perPrefix / 2
-			if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: prefixes, PerPrefix: half, Count: prefixes * half, ValueSize: 200, Version: 1}); err != nil {
+			if _, err := srv.load(ctx, loadRequest{Bucket: "bench", Prefixes: prefixes, PerPrefix: half, Count: prefixes * half, ValueSize: 200, Version: 1}); err != nil {
 				return err
 			}
 			b.say("  overwrote %d keys once (50%%)", prefixes*half)
@@ -85,12 +84,8 @@ func syncOnce(ctx context.Context, srv *childServer, kv jetstream.KeyValue, name
 	start := time.Now()
 	switch name {
 	case "kvwatch":
-		list := make([]string, prefixes)
-		for i := range list {
-			list[i] = strconv.Itoa(i)
-		}
 		var count int
-		w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: list}, benchkv.BenchHandlers{
+		w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: prefixNames(prefixes)}, benchkv.BenchHandlers{
 			OnItem: func(benchkv.ItemEvent) { count++ },
 		})
 		if err != nil {
@@ -102,11 +97,7 @@ func syncOnce(ctx context.Context, srv *childServer, kv jetstream.KeyValue, name
 		}
 		return count, time.Since(start), w.Stats().InitialState, nil
 	case "watchfiltered":
-		filters := make([]string, prefixes)
-		for i := range filters {
-			filters[i] = fmt.Sprintf("p.%d.>", i)
-		}
-		w, err := kv.WatchFiltered(ctx, filters)
+		w, err := kv.WatchFiltered(ctx, prefixFilters(prefixes))
 		if err != nil {
 			return 0, 0, "", err
 		}

@@ -23,6 +23,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // scenario is one benchmark.
@@ -166,3 +170,17 @@ func median(xs []float64) float64 {
 
 // errTimeout marks a reader that did not finish in its time bound.
 var errTimeout = errors.New("did not finish in time")
+
+// watchSynced starts a generated watcher as benchkv.WatchBench does and
+// returns once it is synced. On error no watcher is left running.
+func watchSynced(ctx context.Context, js jetstream.JetStream, scopes benchkv.BenchScopes, h benchkv.BenchHandlers, opts ...kvwatch.Option) (*benchkv.BenchWatcher, error) {
+	w, err := benchkv.WatchBench(ctx, js, scopes, h, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.WaitSynced(ctx); err != nil {
+		w.Stop()
+		return nil, err
+	}
+	return w, nil
+}

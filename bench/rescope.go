@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
@@ -23,23 +22,17 @@ func runRescope(ctx context.Context, b *bench) error {
 	}
 	defer srv.stop()
 	// prefixes+1 prefixes: the last one is the scope added.
-	if _, err := srv.load(loadRequest{Bucket: "bench", Prefixes: prefixes + 1, PerPrefix: perPrefix, Count: n + k, ValueSize: 200}); err != nil {
+	if _, err := srv.load(ctx, loadRequest{Bucket: "bench", Prefixes: prefixes + 1, PerPrefix: perPrefix, Count: n + k, ValueSize: 200}); err != nil {
 		return err
 	}
 	b.say("  a node watches %d keys in %d scopes, then adds a scope of %d keys", n, prefixes, k)
-	names := make([]string, prefixes+1)
-	for i := range names {
-		names[i] = strconv.Itoa(i)
-	}
+	names := prefixNames(prefixes + 1)
 
-	w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: names[:prefixes]}, benchkv.BenchHandlers{})
+	w, err := watchSynced(ctx, srv.js, benchkv.BenchScopes{Prefix: names[:prefixes]}, benchkv.BenchHandlers{})
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
-	if err := w.WaitSynced(ctx); err != nil {
-		return err
-	}
 	before := w.Stats().Received
 	start := time.Now()
 	if err := w.SetScopes(ctx, benchkv.BenchScopes{Prefix: names}); err != nil {
@@ -53,12 +46,9 @@ func runRescope(ctx context.Context, b *bench) error {
 	b.report("rescope_messages_per_added_key", float64(received)/float64(k), "messages/key")
 	b.report("rescope_seconds_kvwatch", elapsed.Seconds(), "s")
 
-	filters := make([]string, prefixes+1)
-	for i := range filters {
-		filters[i] = fmt.Sprintf("p.%d.>", i)
-	}
-	// WatchFiltered rewrites the slice it is given (NATS-FACTS.md): give it
-	// copies.
+	filters := prefixFilters(prefixes + 1)
+	// WatchFiltered prefixes the bucket's subject to the slice it is given,
+	// in place (nats.go v1.55.0, kv.go): give it copies.
 	old, err := kv.WatchFiltered(ctx, slices.Clone(filters[:prefixes]))
 	if err != nil {
 		return err

@@ -20,8 +20,8 @@ import (
 )
 
 // The benchmarked nats-server runs in a child process (this binary,
-// started with -serve), so that its memory is measured apart from the
-// client's. The child also answers a few requests of its own over NATS:
+// started with serveEnv set in its environment), so that its memory is
+// measured apart from the client's. The child also answers a few requests of its own over NATS:
 // its memory, and bulk loads and publishes, which then do not allocate in
 // the client process either.
 
@@ -59,6 +59,26 @@ type loadRequest struct {
 	Version   int    `json:"version"`
 }
 
+// prefixNames returns the prefixes 0 … n-1 of loadRequest's key layout
+// as scope values: "0", "1", ….
+func prefixNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = strconv.Itoa(i)
+	}
+	return names
+}
+
+// prefixFilters returns the key filters of the prefixes 0 … n-1 of
+// loadRequest's key layout, relative to the bucket: "p.0.>", "p.1.>", ….
+func prefixFilters(n int) []string {
+	filters := make([]string, n)
+	for i := range filters {
+		filters[i] = "p." + strconv.Itoa(i) + ".>"
+	}
+	return filters
+}
+
 // loadReply is the revision of the last write.
 type loadReply struct {
 	LastSeq uint64 `json:"last_seq"`
@@ -87,15 +107,27 @@ func startChildOn(port int) (*childServer, error) {
 		os.RemoveAll(store)
 		return nil, err
 	}
-	if c.nc, err = nats.Connect(c.URL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond)); err != nil {
-		c.stop()
-		return nil, err
-	}
-	if c.js, err = jetstream.New(c.nc); err != nil {
+	if c.nc, c.js, err = dial(c.URL); err != nil {
 		c.stop()
 		return nil, err
 	}
 	return c, nil
+}
+
+// dial connects a client to the server at url as every client of the
+// bench connects: reconnecting forever, every 100 ms. On error nothing is
+// left open.
+func dial(url string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }
 
 // spawn starts the child process and waits for its READY line.
@@ -163,16 +195,16 @@ func (c *childServer) stop() {
 }
 
 // mem asks the child for its memory after a GC.
-func (c *childServer) mem() (memReport, error) {
+func (c *childServer) mem(ctx context.Context) (memReport, error) {
 	var r memReport
-	err := c.request(subjMem, nil, &r)
+	err := c.request(ctx, subjMem, nil, &r)
 	return r, err
 }
 
 // load asks the child to write keys (see loadRequest).
-func (c *childServer) load(req loadRequest) (uint64, error) {
+func (c *childServer) load(ctx context.Context, req loadRequest) (uint64, error) {
 	var r loadReply
-	if err := c.request(subjLoad, req, &r); err != nil {
+	if err := c.request(ctx, subjLoad, req, &r); err != nil {
 		return 0, err
 	}
 	if r.Error != "" {
@@ -181,12 +213,16 @@ func (c *childServer) load(req loadRequest) (uint64, error) {
 	return r.LastSeq, nil
 }
 
-func (c *childServer) request(subject string, body, reply any) error {
+// request sends body as JSON to the child's subject and decodes its answer
+// into reply; it gives up when ctx ends, or after 5 minutes at most.
+func (c *childServer) request(ctx context.Context, subject string, body, reply any) error {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	msg, err := c.nc.Request(subject, data, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, subject, data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", subject, err)
 	}

@@ -19,6 +19,22 @@ type reader struct {
 	name  string
 	count atomic.Int64
 	stop  func()
+	// firstAt and firstMallocs are the time and the client's allocation
+	// count at the first counted update: where a drain is measured from.
+	// Written before count turns 1, read after.
+	firstAt      time.Time
+	firstMallocs uint64
+}
+
+// counted counts one update received; at the first it records firstAt and
+// firstMallocs. Only one goroutine may count a reader.
+func (r *reader) counted() {
+	if r.count.Load() == 0 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		r.firstAt, r.firstMallocs = time.Now(), ms.Mallocs
+	}
+	r.count.Add(1)
 }
 
 // readerStart starts a reader at revision first (0: only new updates).
@@ -35,9 +51,12 @@ type readerStart func(ctx context.Context, srv *childServer, first uint64) (*rea
 //     config changes; bounded by the publisher while the reader keeps up.
 //   - drain (drain_*): n updates are already in the stream; the reader
 //     starts before them and consumes as fast as it can: the reader's own
-//     cost per update, where the watcher's cache upkeep shows.
+//     cost per update, where the watcher's cache upkeep shows. Timed from
+//     the first update received to the last, so that creating the
+//     consumer does not count.
 //
-// Allocations are counted in the client process over the drain.
+// Allocations are counted in the client process over the drain, from the
+// first update received to the last too.
 func runThroughput(ctx context.Context, b *bench) error {
 	n := b.pick(200_000, 50_000, 2_000)
 	rounds := b.pick(5, 3, 1)
@@ -84,22 +103,21 @@ func runThroughput(ctx context.Context, b *bench) error {
 // bytes; distinct, because with history 1 a reader lagging behind two
 // writes of one key only ever sees the second) and returns the last
 // revision.
-func publish(srv *childServer, n, version int) (uint64, error) {
-	return srv.load(loadRequest{Bucket: "bench", Prefixes: 1, PerPrefix: n, Count: n, ValueSize: 200, Version: version})
+func publish(ctx context.Context, srv *childServer, n, version int) (uint64, error) {
+	return srv.load(ctx, loadRequest{Bucket: "bench", Prefixes: 1, PerPrefix: n, Count: n, ValueSize: 200, Version: version})
 }
 
-// drainRound publishes n updates, then starts a reader just before them
-// and times how fast it consumes them; it also counts the client's
-// allocations per update meanwhile.
+// drainRound publishes n (at least 2) updates, then starts a reader just
+// before them and times how fast it consumes them, and counts the
+// client's allocations per update meanwhile: both over the n-1 updates
+// after the first, so that starting the reader (creating its consumer,
+// setting up the resume) is not counted.
 func drainRound(ctx context.Context, srv *childServer, start readerStart, n, version int) (rate, allocsPerEvent float64, name string, err error) {
-	last, err := publish(srv, n, version)
+	last, err := publish(ctx, srv, n, version)
 	if err != nil {
 		return 0, 0, "", err
 	}
-	var before, after runtime.MemStats
 	runtime.GC()
-	runtime.ReadMemStats(&before)
-	began := time.Now()
 	r, err := start(ctx, srv, last-uint64(n)+1)
 	if err != nil {
 		return 0, 0, "", err
@@ -108,9 +126,11 @@ func drainRound(ctx context.Context, srv *childServer, start readerStart, n, ver
 	if err := waitCount(ctx, r, n); err != nil {
 		return 0, 0, "", err
 	}
-	elapsed := time.Since(began)
+	elapsed := time.Since(r.firstAt)
+	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	return float64(n) / elapsed.Seconds(), float64(after.Mallocs-before.Mallocs) / float64(n), r.name, nil
+	timed := float64(n - 1)
+	return timed / elapsed.Seconds(), float64(after.Mallocs-r.firstMallocs) / timed, r.name, nil
 }
 
 // liveRound starts a reader, then publishes n updates and times how fast
@@ -122,7 +142,7 @@ func liveRound(ctx context.Context, srv *childServer, start readerStart, n, vers
 	}
 	defer r.stop()
 	began := time.Now()
-	if _, err := publish(srv, n, version); err != nil {
+	if _, err := publish(ctx, srv, n, version); err != nil {
 		return 0, "", err
 	}
 	if err := waitCount(ctx, r, n); err != nil {
@@ -152,21 +172,21 @@ func typedReader(ctx context.Context, srv *childServer, first uint64) (*reader, 
 		cp := benchkv.BenchCheckpoint{Revision: first - 1, Filters: []string{"$KV.bench.p.0.>"}}
 		opts = append(opts, cp.Resume())
 	}
-	w, err := benchkv.WatchBench(ctx, srv.js, benchkv.BenchScopes{Prefix: []string{"0"}}, benchkv.BenchHandlers{
+	// Only new updates: returns once synced, before they are published.
+	// From a revision: at once.
+	watch := watchSynced
+	if first > 0 {
+		watch = benchkv.WatchBench
+	}
+	w, err := watch(ctx, srv.js, benchkv.BenchScopes{Prefix: []string{"0"}}, benchkv.BenchHandlers{
 		OnItem: func(ev benchkv.ItemEvent) {
 			if ev.Value.Name != "" && (first > 0 || !ev.Initial) {
-				r.count.Add(1)
+				r.counted()
 			}
 		},
 	}, opts...)
 	if err != nil {
 		return nil, err
-	}
-	if first == 0 {
-		if err := w.WaitSynced(ctx); err != nil {
-			w.Stop()
-			return nil, err
-		}
 	}
 	r.stop = w.Stop
 	return r, nil
@@ -198,7 +218,7 @@ func rawReader(ctx context.Context, srv *childServer, first uint64) (*reader, er
 			}
 			var item benchkv.Item
 			if json.Unmarshal(msg.Data(), &item) == nil && item.Name != "" {
-				r.count.Add(1)
+				r.counted()
 			}
 		}
 	}()
