@@ -87,7 +87,7 @@ func BenchmarkApply(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		e := rawEntry{key: keys[i%len(keys)], value: value, op: OpPut, revision: uint64(i), created: now, ordered: true}
-		binding.prepare(&e).commit(w)
+		binding.prepare(e).commit(w)
 		i++
 	}
 }

@@ -118,6 +118,10 @@ func (w *Watcher) restore() error {
 	w.oldestRestored = oldest
 	w.state.revision = r.Revision
 	w.restored = restored
+	// The entries are in the caches now; keep only what catching up reads,
+	// not a second copy of the state for the watcher's lifetime. (A new
+	// value: the Resume option shares r with any later use of it.)
+	w.cfg.resume = &Checkpoint{Revision: r.Revision, Filters: r.Filters, StreamCreated: r.StreamCreated}
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +24,13 @@ import (
 // answer (nats-server getDirectMulti, maxAllowedResponses).
 const maxMultiLastSubjects = 1024
 
+// answerMaxBytes caps each answer: the server stops after the message that
+// reaches it (so an answer holds at most this plus one message), and the
+// watcher continues from there. Without it the server's max_pending (64
+// MiB by default) applies, and a few answers in flight (readWindow) could
+// exceed what a subscription buffers by default, dropping replies.
+const answerMaxBytes = 8 << 20
+
 var (
 	errTooManyResults = errors.New("more than 1024 subjects match")
 	errNoResults      = errors.New("no subject matches")
@@ -38,6 +44,8 @@ type multiLastRequest struct {
 	// Seq skips messages below it: how a request resumes after a byte
 	// limit cut its answer short.
 	Seq uint64 `json:"seq,omitempty"`
+	// MaxBytes is the byte limit (answerMaxBytes).
+	MaxBytes int `json:"max_bytes,omitempty"`
 }
 
 // batchEnd is what the EOB status of an answer reports.
@@ -84,6 +92,7 @@ type pendingRead struct {
 // send publishes req with a fresh inbox for its replies. The caller reads
 // them with receive, or drops them with cancel.
 func (d *directGetter) send(ctx context.Context, req multiLastRequest) (*pendingRead, error) {
+	req.MaxBytes = answerMaxBytes
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -91,6 +100,12 @@ func (d *directGetter) send(ctx context.Context, req multiLastRequest) (*pending
 	inbox := d.nc.NewInbox()
 	sub, err := d.nc.SubscribeSync(inbox)
 	if err != nil {
+		return nil, fmt.Errorf("direct get: subscribe: %w", err)
+	}
+	// The answer is bounded by MaxBytes; the default limits (64 MiB) must
+	// not drop part of it when a large message tops it.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		sub.Unsubscribe()
 		return nil, fmt.Errorf("direct get: subscribe: %w", err)
 	}
 	// A cancelled context ends a wait for replies by closing the
@@ -108,7 +123,7 @@ func (d *directGetter) send(ctx context.Context, req multiLastRequest) (*pending
 // received, and returns the EOB report, errNoResults (404),
 // errTooManyResults (413), errNoDirectGet (no responders), or another
 // error. It drops the subscription when done.
-func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg) error) (batchEnd, error) {
+func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, error) {
 	defer p.cancel()
 	received := 0
 	for {
@@ -123,9 +138,7 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg) error) (batchE
 		switch {
 		case status == "" && len(msg.Header) > 0:
 			received++
-			if err := fn(msg); err != nil {
-				return batchEnd{}, err
-			}
+			fn(msg)
 		case status == "204":
 			return batchEnd{
 				upTo:    headerUint(msg, "Nats-UpTo-Sequence"),
@@ -151,7 +164,7 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg) error) (batchE
 }
 
 // read sends req and receives its answer.
-func (d *directGetter) read(ctx context.Context, req multiLastRequest, fn func(*nats.Msg) error) (batchEnd, error) {
+func (d *directGetter) read(ctx context.Context, req multiLastRequest, fn func(*nats.Msg)) (batchEnd, error) {
 	p, err := d.send(ctx, req)
 	if err != nil {
 		return batchEnd{}, err
@@ -161,6 +174,5 @@ func (d *directGetter) read(ctx context.Context, req multiLastRequest, fn func(*
 
 // headerUint parses a numeric header, 0 when absent or malformed.
 func headerUint(msg *nats.Msg, name string) uint64 {
-	u, _ := strconv.ParseUint(msg.Header.Get(name), 10, 64)
-	return u
+	return parseUint(msg.Header.Get(name))
 }

@@ -69,7 +69,7 @@ type AnyBinding interface {
 	check() error
 	counters() *kindCounters
 	attach(w *Watcher)
-	prepare(e *rawEntry) prepared
+	prepare(e rawEntry) prepared
 	restore(entries any, inScope func(string) bool) (n int, oldest uint64, err error)
 	entriesLocked() any
 	cloneEntries(entries any) any
@@ -117,7 +117,6 @@ type rawEntry struct {
 // cache and calls the handler, in stream order. Both run on the event
 // goroutine.
 type prepared interface {
-	raw() *rawEntry
 	commit(w *Watcher)
 }
 
@@ -132,13 +131,11 @@ type preparedEntry[K comparable, V any] struct {
 	keyBad bool
 }
 
-func (p *preparedEntry[K, V]) raw() *rawEntry { return &p.e }
-
 // prepare parses the key and, for a put, decodes and copies the value. The
 // result is valid until the next prepare of the binding.
-func (b *Binding[K, V]) prepare(e *rawEntry) prepared {
+func (b *Binding[K, V]) prepare(e rawEntry) prepared {
 	p := &b.scratch
-	*p = preparedEntry[K, V]{b: b, e: *e}
+	*p = preparedEntry[K, V]{b: b, e: e}
 	p.key, p.err = b.kind.ParseKey(e.key)
 	if p.err != nil {
 		p.keyBad = true
@@ -184,16 +181,14 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 	if had {
 		old = item.Item
 	}
-	if had && w.dedupe.covers(e) && old.Revision >= e.revision || !had && w.dedupe.covers(e) {
+	if w.dedupe.covers(e) && (!had || old.Revision >= e.revision) {
 		// Replayed after SetScopes: the read of the added scope already
 		// holds this revision or a newer one (or the key's deletion).
 		w.commitRevisionLocked(e)
 		w.state.mu.Unlock()
 		return
 	}
-	if b.unseen != nil {
-		delete(b.unseen, p.key)
-	}
+	delete(b.unseen, p.key) // a no-op on a nil map: no re-list running
 	// An initial entry the cache already holds at this very revision is
 	// nothing new: a restored entry a re-list finds as it was, or an entry
 	// read again when an initial read is retried.

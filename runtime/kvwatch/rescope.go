@@ -16,12 +16,10 @@ import (
 
 // rescopeRequest is a SetScopes call handed to the event goroutine.
 type rescopeRequest struct {
-	scopeFilters []string
-	filters      []string
-	widened      bool
-	done         chan error    // receives the outcome, once
-	finished     chan struct{} // closed with the outcome
-	once         sync.Once
+	filters  []string
+	done     chan error    // receives the outcome, once
+	finished chan struct{} // closed with the outcome
+	once     sync.Once
 
 	// Set by the first attempt of applyRescope, which switches the
 	// filters; a retry after a transient error only reads again.
@@ -77,12 +75,8 @@ func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 // Setting the current scopes again does nothing; empty scopes leave the
 // watcher with no consumer. Do not call it from a handler.
 func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
-	scopeFilters, err := w.scopeSubjects(scopes)
+	filters, err := w.filtersFor(scopes)
 	if err != nil {
-		return err
-	}
-	filters, widened := NormalizeFilters(scopeFilters)
-	if err := w.checkFilterCount(filters); err != nil {
 		return err
 	}
 	if err := w.WaitSynced(ctx); err != nil {
@@ -99,11 +93,10 @@ func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
 			return w.stoppedErr()
 		}
 	}
-	if slices.Equal(filters, w.currentFilters()) && !widened && !w.isWidened() {
+	if slices.Equal(filters, w.currentFilters()) {
 		return nil
 	}
-	req := &rescopeRequest{scopeFilters: scopeFilters, filters: filters, widened: widened,
-		done: make(chan error, 1), finished: make(chan struct{})}
+	req := &rescopeRequest{filters: filters, done: make(chan error, 1), finished: make(chan struct{})}
 	w.lastRescope = req
 	select {
 	case w.rescope <- req:
@@ -184,7 +177,7 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 	// Read the added scopes as they are now (one atomic request where they
 	// fit: a read pinned at an older revision makes the server scan for
 	// the keys written since).
-	snap, err := w.readState(w.ctx, stream, added, 0, last)
+	snap, err := w.readState(w.ctx, stream, added, last)
 	switch {
 	case errors.Is(err, errNoDirectGet):
 		// The consumer delivers the state of every scope itself; what the
@@ -213,7 +206,7 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 func (w *Watcher) switchScopes(req *rescopeRequest) {
 	req.switched, req.old, req.rev = true, w.currentFilters(), w.revision()
 	w.setRescoping(true)
-	w.setFilters(req.scopeFilters, req.filters, req.widened)
+	w.setFilters(req.filters)
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: re-scoping", slog.String("bucket", w.spec.Bucket),
 		slog.Int("filters_before", len(req.old)), slog.Int("filters_after", len(req.filters)), slog.Uint64("revision", req.rev))
 	inScope := w.matchesScopes
@@ -273,17 +266,11 @@ func (w *Watcher) currentFilters() []string {
 	return w.filters
 }
 
-func (w *Watcher) isWidened() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.widened
-}
-
 // setFilters replaces the watcher's filters (event goroutine only; other
 // goroutines read them under mu).
-func (w *Watcher) setFilters(scopeFilters, filters []string, widened bool) {
+func (w *Watcher) setFilters(filters []string) {
 	w.mu.Lock()
-	w.scopeFilters, w.filters, w.widened = scopeFilters, filters, widened
-	w.scopeKeys = w.keyMatcher(scopeFilters)
+	w.filters = filters
+	w.scopeKeys = w.keyMatcher(filters)
 	w.mu.Unlock()
 }

@@ -69,7 +69,7 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	if !info.Config.AllowDirect || (info.State.NumDeleted == 0 && w.cfg.resume == nil) {
 		return snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}, nil
 	}
-	res, err := w.readState(ctx, stream, w.filters, 0, last)
+	res, err := w.readState(ctx, stream, w.filters, last)
 	if errors.Is(err, errNoDirectGet) {
 		return snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}, nil
 	}
@@ -77,33 +77,37 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 }
 
 // readState reads the newest entry of every key matching filters, without
-// a consumer, and delivers the puts as initial events. With pinAt zero the
-// first request is unpinned: the server answers it in isolation from
-// writes, so when it fits in one answer the state is exact as of the
-// revision its EOB reports. Otherwise (more than 1,024 keys, or pinAt set)
-// every request is pinned at one revision: pinAt, or before, the stream's
-// last sequence when the read began.
-func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, pinAt, before uint64) (snapshotResult, error) {
+// a consumer, and delivers the puts as initial events. The first request
+// is unpinned: the server answers it in isolation from writes, so when it
+// fits in one answer the state is exact as of the revision its EOB
+// reports. An answer cut short by the byte limit is continued pinned at
+// that revision. With more than 1,024 keys, every filter is read pinned at
+// before, the stream's last sequence when the read began.
+func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (snapshotResult, error) {
 	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
-	if pinAt == 0 {
-		end, err := dg.read(ctx, multiLastRequest{MultiLast: filters}, w.deliverSnapshotMsg)
-		switch {
-		case err == nil && end.pending == 0:
-			return snapshotResult{upTo: end.upTo, catchUp: end.upTo, path: pathDirect}, nil
-		case errors.Is(err, errNoResults):
-			// Nothing in scope now, so nothing at `before` either (a key
-			// deleted since still has its delete marker, which matches).
-			return snapshotResult{upTo: before, catchUp: before, path: pathDirect}, nil
-		case err != nil && !errors.Is(err, errTooManyResults):
-			return snapshotResult{}, err
-		case err == nil:
-			// A byte limit cut the answer short: read the rest pinned at
-			// the revision it reported.
-			before = end.upTo
+	end, err := dg.read(ctx, multiLastRequest{MultiLast: filters}, w.deliverSnapshotMsg)
+	pinAt := before
+	var queue []multiLastRequest
+	switch {
+	case err == nil && end.pending == 0:
+		return snapshotResult{upTo: end.upTo, catchUp: end.upTo, path: pathDirect}, nil
+	case errors.Is(err, errNoResults):
+		// Nothing in scope now, so nothing at `before` either (a key
+		// deleted since still has its delete marker, which matches).
+		return snapshotResult{upTo: before, catchUp: before, path: pathDirect}, nil
+	case errors.Is(err, errTooManyResults):
+		for _, f := range filters {
+			queue = append(queue, multiLastRequest{MultiLast: []string{f}, UpToSeq: pinAt})
 		}
-		pinAt = before
+	case err != nil:
+		return snapshotResult{}, err
+	default:
+		// The byte limit cut the answer short: continue it from where it
+		// stopped, pinned at the revision it reported.
+		pinAt = end.upTo
+		queue = []multiLastRequest{{MultiLast: filters, UpToSeq: pinAt, Seq: end.lastSeq + 1}}
 	}
-	path, err := w.readPinned(ctx, dg, stream, filters, pinAt)
+	path, err := w.readPinned(ctx, dg, stream, queue, pinAt)
 	if err != nil {
 		return snapshotResult{}, err
 	}
@@ -118,16 +122,13 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 // server prepares the next answers while the watcher decodes one.
 const readWindow = 4
 
-// readPinned reads filters pinned at revision upTo: one request per
-// filter, pipelined; a filter matching more than 1,024 keys is listed and
-// read in chunks of explicit subjects; an answer cut short by a byte
-// limit is continued from its last sequence. It returns the path taken.
-func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetstream.Stream, filters []string, upTo uint64) (string, error) {
+// readPinned sends the requests of queue, all pinned at revision upTo,
+// pipelined: a one-filter request that matches more than 1,024 keys is
+// replaced by requests for the keys it lists, in chunks of explicit
+// subjects; an answer cut short by the byte limit is continued from its
+// last sequence. It returns the path taken.
+func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetstream.Stream, queue []multiLastRequest, upTo uint64) (string, error) {
 	path := pathDirect
-	queue := make([]multiLastRequest, 0, len(filters))
-	for _, f := range filters {
-		queue = append(queue, multiLastRequest{MultiLast: []string{f}, UpToSeq: upTo})
-	}
 	var inflight []*pendingRead
 	defer func() {
 		for _, p := range inflight {
@@ -185,16 +186,15 @@ func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, fil
 
 // deliverSnapshotMsg delivers one entry of the initial state. Deletes and
 // purges are the absence of a key: nothing to deliver.
-func (w *Watcher) deliverSnapshotMsg(msg *nats.Msg) error {
+func (w *Watcher) deliverSnapshotMsg(msg *nats.Msg) {
 	w.stats.received.Add(1)
 	w.stats.pending.Store(headerUint(msg, "Nats-Num-Pending"))
 	e, ok := w.directEntry(msg)
 	if !ok || e.op != OpPut {
-		return nil
+		return
 	}
 	e.initial = true
-	w.deliver(&e)
-	return nil
+	w.deliver(e)
 }
 
 // lastSeq returns the stream's current last sequence.

@@ -72,11 +72,6 @@ func subjectGeneralize(a, b string) string {
 	return strings.Join(out, ".")
 }
 
-// subjectMatches reports whether the literal subject s is matched by filter.
-func subjectMatches(filter, s string) bool {
-	return subjectSubsumes(filter, s)
-}
-
 // NormalizeFilters returns a filter set that every server version accepts
 // for one multi-filter consumer and that matches at least everything the
 // input matches: no duplicates, no filter subsumed by another, no two

@@ -136,7 +136,7 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 			initial:  !w.isSynced() || (snap.replayInitial && !reached),
 			ordered:  true,
 		}
-		w.deliver(&e)
+		w.deliver(e)
 		if !reached && tracker.delivered(rev, meta.pending) {
 			reach()
 		}

@@ -68,9 +68,6 @@ func (t *Template) String() string { return t.raw }
 // callers must not modify it.
 func (t *Template) Params() []string { return t.params }
 
-// NumTokens returns the number of tokens in the template.
-func (t *Template) NumTokens() int { return len(t.tokens) }
-
 // Match reports whether key has the template's shape: the same number of
 // tokens, equal literals, and a valid token wherever the template has a
 // parameter. It does not allocate.

@@ -33,12 +33,8 @@ type Watcher struct {
 	templates     []*Template // templates[i] belongs to bindings[i]
 	scopes        []compiledScope
 	filters       []string // normalized; empty means watch nothing
-	// scopeFilters are the filters before normalization, used to drop
-	// entries outside the scopes when normalization had to widen;
-	// scopeKeys matches keys against them.
-	scopeFilters []string
-	scopeKeys    *filterMatcher
-	widened      bool
+	// scopeKeys matches keys against the filters: the keys in scope.
+	scopeKeys *filterMatcher
 
 	state    state // caches and revision
 	restored int   // entries restored from a checkpoint
@@ -103,14 +99,10 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	if w.scopes, err = compileScopes(spec, w.templates); err != nil {
 		return nil, err
 	}
-	if w.scopeFilters, err = w.scopeSubjects(scopes); err != nil {
+	if w.filters, err = w.filtersFor(scopes); err != nil {
 		return nil, err
 	}
-	w.filters, w.widened = NormalizeFilters(w.scopeFilters)
-	if err := w.checkFilterCount(w.filters); err != nil {
-		return nil, err
-	}
-	w.scopeKeys = w.keyMatcher(w.scopeFilters)
+	w.scopeKeys = w.keyMatcher(w.filters)
 	for _, b := range bindings {
 		b.attach(w)
 	}
@@ -124,7 +116,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: start",
-		slog.String("bucket", spec.Bucket), slog.Int("filters", len(w.filters)), slog.Bool("widened", w.widened))
+		slog.String("bucket", spec.Bucket), slog.Int("filters", len(w.filters)))
 	go w.run()
 	return w, nil
 }
@@ -136,34 +128,32 @@ func (w *Watcher) scopeSubjects(scopes Scopes) ([]string, error) {
 		return []string{w.subjectPrefix + ">"}, nil
 	}
 	var out []string
-	for _, v := range scopes.Values {
-		if v.Scope < 0 || v.Scope >= len(w.scopes) {
-			return nil, fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.spec.Bucket, v.Scope)
-		}
-		fs, err := w.scopes[v.Scope].filters(w.subjectPrefix, v.Params)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fs...)
-	}
-	return out, nil
+	err := w.eachScopeValue(scopes, w.subjectPrefix, func(fs []string) { out = append(out, fs...) })
+	return out, err
 }
 
 // keyPrefixes returns the literal key prefix of every scope value, for
 // Cache.In.
 func (w *Watcher) keyPrefixes(scopes Scopes) ([]string, error) {
 	var out []string
+	err := w.eachScopeValue(scopes, "", func(fs []string) { out = append(out, strings.TrimSuffix(fs[0], ".>")) })
+	return out, err
+}
+
+// eachScopeValue calls fn with the filters (prefixed by prefix) of every
+// scope value, in order, after checking the value.
+func (w *Watcher) eachScopeValue(scopes Scopes, prefix string, fn func(filters []string)) error {
 	for _, v := range scopes.Values {
 		if v.Scope < 0 || v.Scope >= len(w.scopes) {
-			return nil, fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.spec.Bucket, v.Scope)
+			return fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.spec.Bucket, v.Scope)
 		}
-		fs, err := w.scopes[v.Scope].filters("", v.Params)
+		fs, err := w.scopes[v.Scope].filters(prefix, v.Params)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, strings.TrimSuffix(fs[0], ".>"))
+		fn(fs)
 	}
-	return out, nil
+	return nil
 }
 
 // markSynced records that the watcher is synced, once: a resumed watcher
@@ -253,14 +243,21 @@ func (w *Watcher) Filters() []string { return slices.Clone(w.currentFilters()) }
 // Bucket returns the watched bucket's name.
 func (w *Watcher) Bucket() string { return w.spec.Bucket }
 
-// inScope reports whether key belongs to the watcher's scopes. It only
-// matters when normalization widened the filters; otherwise the server
-// already filtered exactly.
-func (w *Watcher) inScope(key string) bool {
-	if !w.widened {
-		return true
+// filtersFor returns the consumer filters of scopes: their subjects,
+// normalized, within the maximum count. Scope subjects are literal tokens
+// with an optional trailing ">", which normalization never widens (see
+// NormalizeFilters): the filters match exactly the keys in scope, and the
+// server does all the filtering.
+func (w *Watcher) filtersFor(scopes Scopes) ([]string, error) {
+	subjects, err := w.scopeSubjects(scopes)
+	if err != nil {
+		return nil, err
 	}
-	return w.matchesScopes(key)
+	filters, _ := NormalizeFilters(subjects)
+	if err := w.checkFilterCount(filters); err != nil {
+		return nil, err
+	}
+	return filters, nil
 }
 
 // matchesScopes reports whether key matches a scope filter.
@@ -292,37 +289,30 @@ func (w *Watcher) keyMatcher(filters []string) *filterMatcher {
 	return newFilterMatcher(keys)
 }
 
-// deliver prepares and commits one raw entry on the event goroutine.
-func (w *Watcher) deliver(e *rawEntry) { w.prepare(e).commit(w) }
+// deliver prepares and commits one raw entry on the event goroutine. The
+// entry is passed by value: a pointer would move it to the heap, once per
+// message.
+func (w *Watcher) deliver(e rawEntry) { w.prepare(e).commit(w) }
 
 // prepare routes one raw entry to the binding whose template it matches
-// and prepares it there. Entries outside the scopes (possible only when
-// normalization widened the filters) and entries matching no template
-// only advance the revision; the latter are also reported.
-func (w *Watcher) prepare(e *rawEntry) prepared {
-	if !w.inScope(e.key) {
-		return &skippedEntry{e: *e}
-	}
+// and prepares it there. An entry matching no template only advances the
+// revision, and is reported.
+func (w *Watcher) prepare(e rawEntry) prepared {
 	for i, t := range w.templates {
 		if t.Match(e.key) {
 			return w.bindings[i].prepare(e)
 		}
 	}
-	return &skippedEntry{e: *e, unknown: true}
+	return &unknownEntry{e: e}
 }
 
-// skippedEntry is an entry no binding takes.
-type skippedEntry struct {
-	e       rawEntry
-	unknown bool // in scope, but matching no template: reported
-}
+// unknownEntry is an entry in scope that matches no template.
+type unknownEntry struct{ e rawEntry }
 
-func (s *skippedEntry) raw() *rawEntry { return &s.e }
-
-func (s *skippedEntry) commit(w *Watcher) {
-	w.commitRevision(&s.e)
-	if s.unknown && !w.dedupe.covers(&s.e) {
-		w.disp.reportData(&UnknownKeyError{Key: s.e.key, Revision: s.e.revision})
+func (u *unknownEntry) commit(w *Watcher) {
+	w.commitRevision(&u.e)
+	if !w.dedupe.covers(&u.e) {
+		w.disp.reportData(&UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
 	}
 }
 
