@@ -12,7 +12,7 @@ import (
 // parser, event and runtime description; then the scopes, handlers,
 // watcher and client of the bucket.
 func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
-	f := newFile(s.Package)
+	f := newFile(s)
 	for _, k := range b.Kinds {
 		emitKey(f, b, k)
 		emitKind(f, b, k)

@@ -11,26 +11,7 @@ import (
 // Kubernetes' deepcopy-gen does. Types of plain values need none: a Go
 // assignment already copies them.
 
-// needsClone reports whether a plain copy of a t shares memory.
-func needsClone(t *schema.TypeRef) bool {
-	switch t.Kind {
-	case schema.TypeBuiltin:
-		return t.Builtin == "bytes" || t.Builtin == "json"
-	case schema.TypeNamed:
-		for _, f := range t.Named.Fields {
-			if needsClone(f.Type) {
-				return true
-			}
-		}
-		return false
-	}
-	return true // slices, maps, and external types (which may hold anything)
-}
-
-// cloneFuncName is the copy function of a schema type.
-func cloneFuncName(t *schema.Type) string { return "kvwClone" + t.Name }
-
-// cloneExpr returns an expression copying x of type t (needsClone(t)).
+// cloneExpr returns an expression copying x of type t (t.NeedsClone()).
 // External types inside structs are JSON-encoded with their struct, so a
 // JSON round trip copies them faithfully.
 func cloneExpr(t *schema.TypeRef, x jen.Code) jen.Code {
@@ -42,7 +23,7 @@ func cloneExpr(t *schema.TypeRef, x jen.Code) jen.Code {
 	case schema.TypeMap:
 		return rt("CloneMap").Call(x, elemClone(t.Elem))
 	case schema.TypeNamed:
-		return jen.Id(cloneFuncName(t.Named)).Call(x)
+		return jen.Id(t.Named.Names.Clone).Call(x)
 	}
 	return rt("CloneJSON").Call(x)
 }
@@ -50,25 +31,24 @@ func cloneExpr(t *schema.TypeRef, x jen.Code) jen.Code {
 // elemClone is the element copy function for CloneSlice and CloneMap: nil
 // when elements are plain values.
 func elemClone(t *schema.TypeRef) jen.Code {
-	if !needsClone(t) {
+	if !t.NeedsClone() {
 		return jen.Nil()
 	}
 	if t.Kind == schema.TypeNamed {
-		return jen.Id(cloneFuncName(t.Named))
+		return jen.Id(t.Named.Names.Clone)
 	}
 	return elemCloneFunc(t)
 }
 
 // emitClone writes the copy function of a schema type that needs one.
 func emitClone(f *jen.File, t *schema.Type) {
-	ref := &schema.TypeRef{Kind: schema.TypeNamed, Named: t}
-	if !needsClone(ref) {
+	if !t.NeedsClone {
 		return
 	}
-	f.Comment(cloneFuncName(t) + " returns a deep copy of v: one that shares no slice, map or pointer with it.")
-	f.Func().Id(cloneFuncName(t)).Params(jen.Id("v").Id(t.Name)).Id(t.Name).BlockFunc(func(g *jen.Group) {
+	f.Comment(t.Names.Clone + " returns a deep copy of v: one that shares no slice, map or pointer with it.")
+	f.Func().Id(t.Names.Clone).Params(jen.Id("v").Id(t.Name)).Id(t.Name).BlockFunc(func(g *jen.Group) {
 		for _, fld := range t.Fields {
-			if needsClone(fld.Type) {
+			if fld.Type.NeedsClone() {
 				g.Id("v").Dot(fld.GoName).Op("=").Add(cloneExpr(fld.Type, jen.Id("v").Dot(fld.GoName)))
 			}
 		}
@@ -83,12 +63,12 @@ func emitClone(f *jen.File, t *schema.Type) {
 func kindClone(k *schema.Kind) jen.Code {
 	v := k.Value
 	switch {
-	case !needsClone(v):
+	case !v.NeedsClone():
 		return nil
 	case v.Kind == schema.TypeExternal:
 		return rt("CodecClone").Call(codec(k))
 	case v.Kind == schema.TypeNamed:
-		return jen.Id(cloneFuncName(v.Named))
+		return jen.Id(v.Named.Names.Clone)
 	}
 	return elemCloneFunc(v)
 }

@@ -59,10 +59,20 @@ func Generate(s *schema.Schema) ([]File, error) {
 	return files, nil
 }
 
-// newFile starts a generated file of package pkg.
-func newFile(pkg string) *jen.File {
-	f := jen.NewFile(pkg)
+// newFile starts a generated file of s's package. Packages of external
+// types are imported by the names the schema gave them (never a name the
+// generated code declares); jennifer then imports only those the file
+// uses.
+func newFile(s *schema.Schema) *jen.File {
+	f := jen.NewFile(s.Package)
 	f.HeaderComment(Header)
+	for _, im := range s.Imports {
+		if im.Explicit {
+			f.ImportAlias(im.Path, im.Name)
+		} else {
+			f.ImportName(im.Path, im.Name)
+		}
+	}
 	f.ImportName(runtimePath, "kvwatch")
 	f.ImportName(jetstreamPath, "jetstream")
 	return f
@@ -82,7 +92,7 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 
 // sharedFile holds the version guard and the value types.
 func sharedFile(s *schema.Schema) *jen.File {
-	f := newFile(s.Package)
+	f := newFile(s)
 	f.Comment(wrap(fmt.Sprintf("This code needs version %d of the generated-code API of the kvwatch runtime. "+
 		"If the build fails on the next lines, the kvwatchgen that generated this package and the "+
 		"github.com/kvwatchgen/kvwatchgen module in go.mod differ; the type in the error names the fix.", GenVersion)))

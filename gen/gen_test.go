@@ -111,7 +111,14 @@ package: p
 version: 1
 `
 	ga, gb := generate(t, a), generate(t, b)
+	if len(ga) != len(gb) {
+		t.Fatalf("%d files, then %d when the schema's mappings are reordered", len(ga), len(gb))
+	}
 	for i := range ga {
+		if ga[i].Name != gb[i].Name {
+			t.Errorf("file %d is %s, then %s when the schema's mappings are reordered", i, ga[i].Name, gb[i].Name)
+			continue
+		}
 		if !bytes.Equal(ga[i].Content, gb[i].Content) {
 			t.Errorf("%s differs when the schema's mappings are reordered", ga[i].Name)
 		}

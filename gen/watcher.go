@@ -135,7 +135,7 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 	f.Type().Id(n.Watcher).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("Watcher"))
 		for _, k := range b.Kinds {
-			g.Id(cacheField(k)).Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value))
+			g.Id(k.Names.CacheField).Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value))
 		}
 	})
 	f.Line()
@@ -144,7 +144,7 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 			"scopes: exact once the watcher is synced, updated before each handler call.", k.Names.Cache, k.GoName)))
 		f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().
 			Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value)).
-			Block(jen.Return(jen.Id("w").Dot(cacheField(k))))
+			Block(jen.Return(jen.Id("w").Dot(k.Names.CacheField)))
 		f.Line()
 	}
 
@@ -176,7 +176,7 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
 		fields := jen.Dict{jen.Id("Watcher"): jen.Id("w")}
 		for i, k := range b.Kinds {
-			fields[jen.Id(cacheField(k))] = jen.Id(fmt.Sprintf("b%d", i)).Dot("Cache").Call()
+			fields[jen.Id(k.Names.CacheField)] = jen.Id(fmt.Sprintf("b%d", i)).Dot("Cache").Call()
 		}
 		g.Return(jen.Op("&").Id(n.Watcher).Values(fields), jen.Nil())
 	})
@@ -197,9 +197,6 @@ func emitSetScopes(f *jen.File, b *schema.Bucket) {
 	)
 	f.Line()
 }
-
-// cacheField is the unexported watcher field holding a kind's cache.
-func cacheField(k *schema.Kind) string { return "cache" + k.GoName }
 
 // emitClient writes typed single-entry access to the bucket.
 func emitClient(f *jen.File, b *schema.Bucket) {

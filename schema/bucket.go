@@ -28,8 +28,8 @@ func (l *loader) buckets(n *yaml.Node) []*Bucket {
 	var out []*Bucket
 	byName := map[string]*Bucket{}
 	for _, item := range items {
-		b := l.bucket(item)
-		if b == nil {
+		b, valid := l.bucket(item)
+		if b == nil || b.Name == "" {
 			continue
 		}
 		if prev := byName[b.Name]; prev != nil {
@@ -37,54 +37,95 @@ func (l *loader) buckets(n *yaml.Node) []*Bucket {
 			continue
 		}
 		byName[b.Name] = b
-		out = append(out, b)
+		if valid {
+			out = append(out, b)
+		}
 	}
 	return out
 }
 
-func (l *loader) bucket(n *yaml.Node) *Bucket {
+// bucket reads one bucket. Its keys and scopes are checked even when its
+// name is missing or bad; the bucket is then not valid, and left out of the
+// model. It returns nil when n is not a mapping; Name is "" when the name
+// is missing or not a single value.
+func (l *loader) bucket(n *yaml.Node) (b *Bucket, valid bool) {
 	f := l.fields(n, "a bucket", bucketFields, "bucket", "keys")
-	if f == nil || f["bucket"] == nil {
-		return nil
+	if f == nil {
+		return nil, false
 	}
-	name, ok := l.scalar(f["bucket"], "bucket")
-	if !ok {
-		return nil
-	}
-	b := &Bucket{Name: name, Pos: pos(f["bucket"]), Doc: l.optionalString(f["doc"], "doc")}
-	if !bucketName.MatchString(name) {
-		l.add(b.Pos, "bucket name %q is not a valid NATS KV bucket name: use letters, digits, '_' and '-'", name)
+	b = &Bucket{Pos: pos(n), Doc: l.optionalString(f["doc"], "doc")}
+	valid = f["bucket"] != nil // a missing one was reported by fields
+	if n := f["bucket"]; n != nil {
+		b.Pos = pos(n)
+		name, ok := l.scalar(n, "bucket")
+		b.Name = name
+		switch {
+		case !ok:
+			valid = false
+		case !bucketName.MatchString(name):
+			l.add(b.Pos, "bucket name %q is not a valid NATS KV bucket name: use letters, digits, '_' and '-'", name)
+			valid = false
+		}
 	}
 	if n := f["name"]; n != nil {
 		if v, ok := l.scalar(n, "name"); ok {
 			if !isExported(v) {
 				l.add(pos(n), "bucket name %q must be an exported Go identifier", v)
+				valid = false
 			}
 			b.GoName = v
+		} else {
+			valid = false
 		}
-	} else {
-		b.GoName = camelCase(name)
+	} else if valid {
+		// The Go name of a bad bucket name would only repeat its error.
+		b.GoName = camelCase(b.Name)
 		if !isExported(b.GoName) {
-			l.add(b.Pos, "bucket %q does not make a Go name (%q): add name: with an exported Go identifier", name, b.GoName)
+			l.add(b.Pos, "bucket %q does not make a Go name (%q): add name: with an exported Go identifier", b.Name, b.GoName)
+			valid = false
 		}
 	}
+	var keyed keyTemplates
 	if n := f["keys"]; n != nil {
-		b.Kinds = l.kinds(b, n)
+		b.Kinds, keyed = l.kinds(b, n)
+	} else {
+		keyed.partial = true
 	}
-	l.checkOverlaps(b)
+	l.checkOverlaps(keyed.kinds)
 	if n := f["scopes"]; n != nil {
-		b.Scopes = l.scopes(b, n)
+		b.Scopes = l.scopes(b, keyed, n)
 	}
-	return b
+	return b, valid
 }
 
-// kinds reads the "keys" list of a bucket.
-func (l *loader) kinds(b *Bucket, n *yaml.Node) []*Kind {
-	items := l.sequence(n, "keys")
-	if items != nil && len(items) == 0 {
-		l.add(pos(n), "bucket %s: keys is empty: declare at least one kind of entry", b.Name)
+// label names a bucket in messages: by its name, or by its line when it
+// has none.
+func (b *Bucket) label() string {
+	if b.Name == "" {
+		return fmt.Sprintf("at line %d", b.Pos.Line)
 	}
-	var out []*Kind
+	return b.Name
+}
+
+// keyTemplates are the kinds of a bucket whose key template is valid,
+// whatever else is wrong with them: a kind with a bad value type still has
+// a template that scopes can be a prefix of and other templates can
+// overlap. partial is set when some kind has no valid template (or the
+// bucket no keys list): a scope that matches none of kinds may match that
+// one, and is not reported.
+type keyTemplates struct {
+	kinds   []*Kind
+	partial bool
+}
+
+// kinds reads the "keys" list of a bucket. It returns the valid kinds, and
+// the kinds with a valid key template.
+func (l *loader) kinds(b *Bucket, n *yaml.Node) (valid []*Kind, keyed keyTemplates) {
+	items := l.sequence(n, "keys")
+	keyed.partial = len(items) == 0
+	if items != nil && len(items) == 0 {
+		l.add(pos(n), "bucket %s: keys is empty: declare at least one kind of entry", b.label())
+	}
 	byName := map[string]*Kind{}
 	for _, item := range items {
 		f := l.fields(item, "a key", keyFields, "name", "key", "value")
@@ -92,47 +133,64 @@ func (l *loader) kinds(b *Bucket, n *yaml.Node) []*Kind {
 			continue
 		}
 		k := &Kind{Pos: pos(item), Doc: l.optionalString(f["doc"], "doc"), Codec: CodecJSON}
-		valid := f["name"] != nil && f["key"] != nil && f["value"] != nil
+		ok := f["name"] != nil && f["key"] != nil && f["value"] != nil
 		if n := f["name"]; n != nil {
-			k.GoName, _ = l.scalar(n, "name")
-			k.Pos = pos(n)
+			name, isScalar := l.scalar(n, "name")
+			k.GoName, k.Pos = name, pos(n)
 			switch {
-			case !isExported(k.GoName):
-				l.add(pos(n), "key name %q must be an exported Go identifier (it names the kind: %sKey, %sEvent)", k.GoName, k.GoName, k.GoName)
-				valid = false
-			case byName[k.GoName] != nil:
-				l.add(pos(n), "bucket %s: key name %q is used twice (first at line %d)", b.Name, k.GoName, byName[k.GoName].Pos.Line)
-				valid = false
+			case !isScalar:
+				ok = false
+			case !isExported(name):
+				l.add(pos(n), "key name %q must be an exported Go identifier (it names the kind: %sKey, %sEvent)", name, name, name)
+				ok = false
+			case byName[name] != nil:
+				l.add(pos(n), "bucket %s: key name %q is used twice (first at line %d)", b.label(), name, byName[name].Pos.Line)
+				ok = false
+			default:
+				byName[name] = k
 			}
 		}
 		if n := f["key"]; n != nil {
 			k.Template = l.template(n, "key template")
-			valid = valid && k.Template != nil
+			ok = ok && k.Template != nil
 		}
 		if n := f["codec"]; n != nil {
-			if c, ok := l.scalar(n, "codec"); ok {
+			if c, isScalar := l.scalar(n, "codec"); isScalar {
 				if !contains(codecs, c) {
-					l.add(pos(n), "unknown codec %q: use json, string, bytes, text or binary%s", c, didYouMean(c, codecs))
-					valid = false
+					l.add(pos(n), "unknown codec %q: use json, string, bytes, text or binary%s", c, suggest(closest(c, codecs)))
+					ok = false
 				}
 				k.Codec = Codec(c)
 			}
 		}
 		if n := f["value"]; n != nil {
-			if expr, ok := l.scalar(n, "value"); ok {
+			if expr, isScalar := l.scalar(n, "value"); isScalar {
 				k.Value = l.typeExpr(expr, pos(n))
 			}
 			if k.Value != nil {
 				l.checkCodec(k, pos(n))
 			}
-			valid = valid && k.Value != nil
+			ok = ok && k.Value != nil
 		}
-		if valid {
-			byName[k.GoName] = k
-			out = append(out, k)
+		if k.Template != nil {
+			keyed.kinds = append(keyed.kinds, k)
+		} else {
+			keyed.partial = true
+		}
+		if ok {
+			valid = append(valid, k)
 		}
 	}
-	return out
+	return valid, keyed
+}
+
+// label names a kind in messages: by its name, or by its line when it has
+// none.
+func (k *Kind) label() string {
+	if k.GoName == "" {
+		return fmt.Sprintf("the key at line %d", k.Pos.Line)
+	}
+	return k.GoName
 }
 
 // checkCodec reports a codec that cannot store the kind's value type.
@@ -177,12 +235,12 @@ func typeString(t *TypeRef) string {
 
 // checkOverlaps reports pairs of key templates of one bucket that can match
 // the same key: a key must belong to exactly one kind.
-func (l *loader) checkOverlaps(b *Bucket) {
-	for i, a := range b.Kinds {
-		for _, c := range b.Kinds[i+1:] {
+func (l *loader) checkOverlaps(kinds []*Kind) {
+	for i, a := range kinds {
+		for _, c := range kinds[i+1:] {
 			if example, ok := overlap(a.Template, c.Template); ok {
 				l.add(c.Template.Pos, "key template %q of %s can match the same keys as %q of %s (%d:%d), e.g. %q: make a literal token differ",
-					c.Template.Raw, c.GoName, a.Template.Raw, a.GoName, a.Template.Pos.Line, a.Template.Pos.Col, example)
+					c.Template.Raw, c.label(), a.Template.Raw, a.label(), a.Template.Pos.Line, a.Template.Pos.Col, example)
 			}
 		}
 	}
@@ -202,146 +260,4 @@ func overlap(a, b *Template) (string, bool) {
 		example[i] = exampleToken(a.Tokens[i], b.Tokens[i])
 	}
 	return strings.Join(example, "."), true
-}
-
-// scopes reads the "scopes" list of a bucket.
-func (l *loader) scopes(b *Bucket, n *yaml.Node) []*Scope {
-	var out []*Scope
-	byName := map[string]*Scope{}
-	byPrefix := map[string]*Scope{}
-	for _, item := range l.sequence(n, "scopes") {
-		f := l.fields(item, "a scope", scopeFields, "name", "prefix")
-		if f == nil || f["name"] == nil || f["prefix"] == nil {
-			continue
-		}
-		name, ok := l.scalar(f["name"], "name")
-		if !ok {
-			continue
-		}
-		s := &Scope{GoName: name, Pos: pos(f["name"])}
-		switch {
-		case !isExported(name):
-			l.add(s.Pos, "scope name %q must be an exported Go identifier", name)
-			continue
-		case byName[name] != nil:
-			l.add(s.Pos, "bucket %s: scope name %q is used twice (first at line %d)", b.Name, name, byName[name].Pos.Line)
-			continue
-		}
-		byName[name] = s
-		if s.Prefix = l.template(f["prefix"], "scope prefix"); s.Prefix == nil {
-			continue
-		}
-		if !l.resolveScope(b, s) {
-			continue
-		}
-		key := prefixShape(s.Prefix)
-		if prev := byPrefix[key]; prev != nil {
-			l.add(s.Prefix.Pos, "scopes %s and %s (line %d) have the same prefix %q", name, prev.GoName, prev.Pos.Line, s.Prefix.Raw)
-			continue
-		}
-		byPrefix[key] = s
-		out = append(out, s)
-	}
-	return out
-}
-
-// prefixShape is a prefix with parameter names and types erased.
-func prefixShape(t *Template) string {
-	parts := make([]string, len(t.Tokens))
-	for i, tok := range t.Tokens {
-		parts[i] = tok.Literal
-		if tok.Param != nil {
-			parts[i] = "{}"
-		}
-	}
-	return strings.Join(parts, ".")
-}
-
-// resolveScope checks that the scope's prefix is a whole-token prefix of at
-// least one key template, with the same parameter names there, and gives
-// each scope parameter the type the templates give it.
-func (l *loader) resolveScope(b *Bucket, s *Scope) bool {
-	typeFrom := map[string]*Kind{} // parameter name -> kind that typed it
-	for _, k := range b.Kinds {
-		if !isPrefix(s.Prefix, k.Template) {
-			continue
-		}
-		if len(k.Template.Tokens) == len(s.Prefix.Tokens) {
-			s.Exact = true
-		} else {
-			s.Deeper = true
-		}
-		for i, tok := range s.Prefix.Tokens {
-			if tok.Param == nil {
-				continue
-			}
-			want := k.Template.Tokens[i].Param.Type
-			if prev, ok := typeFrom[tok.Param.Name]; ok {
-				if tok.Param.Type != want {
-					l.add(s.Prefix.Pos, "scope %s: parameter {%s} is %s in %s but %s in %s; a scope parameter needs one type",
-						s.GoName, tok.Param.Name, tok.Param.Type, prev.GoName, want, k.GoName)
-					return false
-				}
-				continue
-			}
-			if tok.Param.explicitType && tok.Param.Type != want {
-				l.add(s.Prefix.Pos, "scope %s: parameter {%s:%s} disagrees with key template %q of %s, where it is %s",
-					s.GoName, tok.Param.Name, tok.Param.Type, k.Template.Raw, k.GoName, want)
-				return false
-			}
-			tok.Param.Type = want
-			typeFrom[tok.Param.Name] = k
-		}
-	}
-	if !s.Exact && !s.Deeper {
-		l.add(s.Prefix.Pos, "scope %s: prefix %q is not a whole-token prefix of any key template of bucket %s%s",
-			s.GoName, s.Prefix.Raw, b.Name, prefixHint(b, s.Prefix))
-		return false
-	}
-	return true
-}
-
-// isPrefix reports whether p's tokens are the first tokens of t: equal
-// literals, and parameters of the same name where t has parameters.
-func isPrefix(p, t *Template) bool {
-	if len(p.Tokens) > len(t.Tokens) {
-		return false
-	}
-	for i, pt := range p.Tokens {
-		tt := t.Tokens[i]
-		switch {
-		case (pt.Param == nil) != (tt.Param == nil):
-			return false
-		case pt.Param == nil && pt.Literal != tt.Literal:
-			return false
-		case pt.Param != nil && pt.Param.Name != tt.Param.Name:
-			return false
-		}
-	}
-	return true
-}
-
-// prefixHint explains a near miss: a template with the same shape whose
-// parameter is named differently.
-func prefixHint(b *Bucket, p *Template) string {
-	for _, k := range b.Kinds {
-		t := k.Template
-		if len(p.Tokens) > len(t.Tokens) {
-			continue
-		}
-		for i, pt := range p.Tokens {
-			tt := t.Tokens[i]
-			if pt.Param != nil && tt.Param != nil && pt.Param.Name != tt.Param.Name {
-				return fmt.Sprintf(" (token %d is {%s} there, in %q of %s)", i+1, tt.Param.Name, t.Raw, k.GoName)
-			}
-			if (pt.Param == nil) != (tt.Param == nil) || (pt.Param == nil && pt.Literal != tt.Literal) {
-				break
-			}
-		}
-	}
-	var raws []string
-	for _, k := range b.Kinds {
-		raws = append(raws, fmt.Sprintf("%q", k.Template.Raw))
-	}
-	return " (its templates: " + strings.Join(raws, ", ") + ")"
 }

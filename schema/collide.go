@@ -9,7 +9,8 @@ import (
 // two things of the schema must never produce the same name in one Go
 // namespace (the package, or the members of one generated type), or the
 // generated code would not compile. The generator takes every name from
-// the model, so this is the single place where names are made.
+// the model, so this file (with imports.go, which names the packages of
+// external types) is the single place where names are made.
 
 // producer is what made a name, for the error that reports a collision.
 type producer struct {
@@ -73,14 +74,17 @@ func (l *loader) reportCollisions() {
 	}
 }
 
-// assignNames gives every bucket, kind and scope its generated names and
-// reports collisions.
+// assignNames gives every type, bucket, kind and scope its generated
+// names, names the packages of external types, and reports collisions.
 func (l *loader) assignNames(s *Schema) {
 	pkg := l.namespace("the package")
 	for _, t := range s.Types {
-		pkg.add(t.Name, fmt.Sprintf("type %s", t.Name), t.Pos)
-		pkg.add("kvwClone"+t.Name, fmt.Sprintf("type %s", t.Name), t.Pos)
+		t.Names = TypeNames{Clone: "kvwClone" + t.Name}
+		what := fmt.Sprintf("type %s", t.Name)
+		pkg.add(t.Name, what, t.Pos)
+		pkg.add(t.Names.Clone, what, t.Pos)
 	}
+	assignImports(s)
 	defer l.reportCollisions()
 	files := l.namespace("the output folder")
 	files.noun = "the file"
@@ -90,10 +94,8 @@ func (l *loader) assignNames(s *Schema) {
 		b.Names = BucketNames{
 			Scopes: g + "Scopes", Handlers: g + "Handlers", Watcher: g + "Watcher", Watch: "Watch" + g,
 			Client: g + "Bucket", NewClient: "New" + g + "Bucket", Checkpoint: g + "Checkpoint", Spec: "kvw" + g + "Spec",
-			File: strings.ToLower(b.Name) + ".kvwatch.go",
+			File: fileStem(b.Name) + ".kvwatch.go",
 		}
-		// Lower case: buckets "Net" and "net" are distinct in NATS but would
-		// write the same file on case-insensitive file systems.
 		files.add(b.Names.File, what, b.Pos)
 		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.Checkpoint, b.Names.Spec} {
 			pkg.add(name, what, b.Pos)
@@ -101,6 +103,10 @@ func (l *loader) assignNames(s *Schema) {
 		handlers := l.namespace("struct " + b.Names.Handlers)
 		handlers.add("OnSynced", "the synced handler", b.Pos)
 		handlers.add("OnError", "the error handler", b.Pos)
+		watcher := l.namespace("struct " + b.Names.Watcher)
+		watcher.add("Watcher", "the embedded *kvwatch.Watcher", b.Pos)
+		watcher.add("SetScopes", "its SetScopes method", b.Pos)
+		watcher.add("Checkpoint", "its Checkpoint method", b.Pos)
 		client := l.namespace("type " + b.Names.Client)
 		client.add("KeyValue", "its KeyValue method", b.Pos)
 		checkpoint := l.namespace("struct " + b.Names.Checkpoint)
@@ -111,7 +117,8 @@ func (l *loader) assignNames(s *Schema) {
 		for _, k := range b.Kinds {
 			n := k.GoName
 			k.Names = KindNames{
-				Key: n + "Key", Parse: "Parse" + n + "Key", Event: n + "Event", Handler: "On" + n, Cache: n + "Cache",
+				Key: n + "Key", Parse: "Parse" + n + "Key", Event: n + "Event", Handler: "On" + n,
+				Cache: n + "Cache", CacheField: "cache" + n,
 				Put: "Put" + n, Get: "Get" + n, Delete: "Delete" + n,
 				KindVar: "kvw" + g + n + "Kind", Template: "kvw" + g + n + "Template",
 			}
@@ -120,6 +127,8 @@ func (l *loader) assignNames(s *Schema) {
 				pkg.add(name, kwhat, k.Pos)
 			}
 			handlers.add(k.Names.Handler, kwhat, k.Pos)
+			watcher.add(k.Names.Cache, kwhat, k.Pos)
+			watcher.add(k.Names.CacheField, kwhat, k.Pos)
 			checkpoint.add(k.GoName, kwhat, k.Pos)
 			for _, name := range []string{k.Names.Put, k.Names.Get, k.Names.Delete} {
 				client.add(name, kwhat, k.Pos)
@@ -142,4 +151,20 @@ func (l *loader) assignNames(s *Schema) {
 			}
 		}
 	}
+}
+
+// fileStem is the part of a bucket's file name before ".kvwatch.go": the
+// bucket name in lower case (buckets "Net" and "net" are distinct in NATS
+// but would write one file on a case-insensitive file system), with '_'
+// written '-' and without leading '-'. Go tools would otherwise skip or
+// constrain the file: go build ignores names starting with '_', the go
+// command rejects a leading '-', and a '_' before the first '.' reads as a
+// GOOS or GOARCH suffix ("edge_windows" builds on Windows only). A name of
+// nothing but '_' and '-' gives "bucket".
+func fileStem(bucket string) string {
+	stem := strings.TrimLeft(strings.ReplaceAll(strings.ToLower(bucket), "_", "-"), "-")
+	if stem == "" {
+		return "bucket"
+	}
+	return stem
 }

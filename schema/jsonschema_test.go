@@ -20,7 +20,9 @@ var shapeVerdicts = map[string]string{
 	"codecs": "valid", "docs_and_names": "valid", "external_types": "valid", "fleet": "valid",
 	"initialisms": "valid", "int_scopes": "valid", "keywords_as_params": "valid", "literal_keys": "valid",
 	"multi_bucket": "valid", "nested_scopes": "valid", "nested_types": "valid", "no_scopes": "valid",
-	"typed_params": "valid", "yaml_anchors": "valid",
+	"typed_params": "valid", "yaml_anchors": "valid", "file_names": "valid", "import_names": "valid",
+
+	"bad_recovery": "invalid", // a bucket without bucket:, lower-case names
 
 	"bad_codecs": "invalid", "bad_fields": "invalid", "bad_header": "invalid", "bad_names": "invalid",
 	"bad_templates": "invalid", "bad_types": "invalid", "empty_file": "invalid", "missing_top_level": "invalid",

@@ -8,6 +8,7 @@ package schema
 
 import (
 	"fmt"
+	"go/token"
 	"os"
 	"regexp"
 	"strconv"
@@ -49,15 +50,16 @@ func Load(file string, src []byte) (*Schema, error) {
 // loader turns YAML nodes into the model, collecting errors.
 type loader struct {
 	errs
-	types      map[string]*Type // by name, for resolving type references
-	collisions []collisionNames // generated names produced twice
+	types       map[string]*Type // by name, for resolving type references
+	brokenTypes map[string]bool  // declared with a bad name: references say nothing more
+	collisions  []collisionNames // generated names produced twice
 }
 
 // Top-level fields of a schema file.
 var fileFields = []string{"version", "package", "buckets", "types"}
 
 func (l *loader) schemaFile(root *yaml.Node) *Schema {
-	s := &Schema{File: l.file}
+	s := &Schema{}
 	f := l.fields(root, "the schema", fileFields, "version", "package", "buckets")
 	if f == nil {
 		return s
@@ -74,7 +76,7 @@ func (l *loader) schemaFile(root *yaml.Node) *Schema {
 	if n := f["package"]; n != nil {
 		if v, ok := l.scalar(n, "package"); ok {
 			switch {
-			case !isIdent(v) || v == "_":
+			case !token.IsIdentifier(v) || v == "_":
 				l.add(pos(n), "package %q is not a valid Go package name", v)
 			case v != strings.ToLower(v):
 				l.add(pos(n), "package %q: Go package names are lower case (try %q)", v, strings.ToLower(v))
@@ -106,12 +108,10 @@ func (l *loader) fields(n *yaml.Node, what string, known []string, required ...s
 		name := k.Value
 		switch {
 		case !contains(known, name):
-			hint := didYouMean(name, known)
-			l.add(pos(k), "unknown field %q in %s%s", name, what, hint)
-			for _, f := range known {
-				if hint == ` (did you mean "`+f+`"?)` {
-					misspelled[f] = true
-				}
+			best := closest(name, known)
+			l.add(pos(k), "unknown field %q in %s%s", name, what, suggest(best))
+			if best != "" {
+				misspelled[best] = true
 			}
 		case out[name] != nil:
 			l.add(pos(k), "field %q appears twice in %s", name, what)

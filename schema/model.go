@@ -7,14 +7,28 @@ package schema
 
 // Schema is a loaded, valid schema.
 type Schema struct {
-	// File is the schema's file name as given to Load.
-	File string
 	// Package is the Go package name of the generated code.
 	Package string
 	// Buckets in the order written.
 	Buckets []*Bucket
 	// Types are the value types declared under "types", sorted by name.
 	Types []*Type
+	// Imports are the packages of the external types, sorted by path.
+	Imports []*Import
+}
+
+// Import is a package of external types and the name the generated code
+// refers to it by: never a name generated code declares inside a function
+// (see IsLocalName), the name of another package it imports, or a
+// predeclared identifier. Value "[]example.com/x/v.T" is imported as vpkg,
+// for generated code declares v.
+type Import struct {
+	Path string
+	Name string
+	// Explicit is set when the import must be written with Name: outside
+	// the standard library, a package's own name is not known from its
+	// path.
+	Explicit bool
 }
 
 // Bucket is one KV bucket.
@@ -54,16 +68,19 @@ type Kind struct {
 
 // KindNames are the Go names generated for a kind.
 type KindNames struct {
-	Key      string // RouteKey: the typed key
-	Parse    string // ParseRouteKey
-	Event    string // RouteEvent
-	Handler  string // OnRoute: field of the bucket's Handlers
-	Cache    string // RouteCache: method of the bucket's Watcher
-	Put      string // PutRoute, GetRoute, DeleteRoute: methods of the
-	Get      string // bucket's client
-	Delete   string //
-	KindVar  string // kvwNetworkRouteKind: the runtime's kind description
-	Template string // kvwNetworkRouteTemplate: the compiled key template
+	Key     string // RouteKey: the typed key
+	Parse   string // ParseRouteKey
+	Event   string // RouteEvent
+	Handler string // OnRoute: field of the bucket's Handlers
+	Cache   string // RouteCache: method of the bucket's Watcher
+	// CacheField is the unexported field of the bucket's Watcher holding
+	// the cache (cacheRoute).
+	CacheField string
+	Put        string // PutRoute, GetRoute, DeleteRoute: methods of the
+	Get        string // bucket's client
+	Delete     string //
+	KindVar    string // kvwNetworkRouteKind: the runtime's kind description
+	Template   string // kvwNetworkRouteTemplate: the compiled key template
 }
 
 // Codec is how values are stored.
@@ -116,9 +133,6 @@ const (
 type Scope struct {
 	GoName string
 	Prefix *Template // its params carry the types of the templates
-	// Exact is set when some template equals the prefix; Deeper when some
-	// template extends it.
-	Exact, Deeper bool
 	// Struct is the Go struct type of one value of a scope with several
 	// parameters (NetworkNodeScope), "" for other scopes.
 	Struct string
@@ -130,7 +144,18 @@ type Type struct {
 	Name   string // Go name, as written
 	Doc    string
 	Fields []*Field // in the order written
-	Pos    Pos
+	// NeedsClone is set when a plain copy of a value shares memory with it:
+	// a field holds a slice, a map, bytes, json or an external value,
+	// directly or inside a field's struct type. Such a type gets a deep
+	// copy function, Names.Clone.
+	NeedsClone bool
+	Names      TypeNames
+	Pos        Pos
+}
+
+// TypeNames are the Go names generated for a Type.
+type TypeNames struct {
+	Clone string // kvwCloneRoute: its deep copy function, when NeedsClone
 }
 
 // Field is one field of a Type.
@@ -161,6 +186,19 @@ type TypeRef struct {
 	Named      *Type    // TypeNamed
 	ImportPath string   // TypeExternal
 	Name       string   // TypeExternal: the type's name in its package
+}
+
+// NeedsClone reports whether a plain copy of a value of type t shares
+// memory with it (see Type.NeedsClone). It does not recurse: a named type
+// carries its answer.
+func (t *TypeRef) NeedsClone() bool {
+	switch t.Kind {
+	case TypeBuiltin:
+		return t.Builtin == "bytes" || t.Builtin == "json"
+	case TypeNamed:
+		return t.Named.NeedsClone
+	}
+	return true // slices, maps, and external types (which may hold anything)
 }
 
 // Builtins are the builtin value types, in documentation order.

@@ -28,7 +28,7 @@ var initialisms = map[string]bool{
 // camelCase) into an exported Go name: words are split at '_', '-', '.',
 // and lower-to-upper case changes; each word is capitalized, or written in
 // capitals when it is an initialism. The result may still not be a valid
-// identifier (a leading digit): callers check with isIdent.
+// identifier (a leading digit): callers check with isExported.
 func camelCase(s string) string {
 	var b strings.Builder
 	for _, w := range splitWords(s) {
@@ -65,11 +65,6 @@ func splitWords(s string) []string {
 		words = append(words, s[start:])
 	}
 	return words
-}
-
-// isIdent reports whether s is a Go identifier that is not a keyword.
-func isIdent(s string) bool {
-	return token.IsIdentifier(s)
 }
 
 // isExported reports whether s is an exported Go identifier.

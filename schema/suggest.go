@@ -1,10 +1,10 @@
 package schema
 
-// didYouMean returns ` (did you mean "x"?)` for the candidate closest to s,
-// or "" when none is close. "Close" is an edit distance of at most a third
+// closest returns the candidate closest to s, or "" when none is close.
+// "Close" is an edit distance of at most a third
 // of the longer word (at least 1), the usual threshold for typos: "prefx"
 // finds "prefix", "strng" finds "string", "vpc" does not find "codec".
-func didYouMean(s string, candidates []string) string {
+func closest(s string, candidates []string) string {
 	best, bestDist := "", 0
 	for _, c := range candidates {
 		d := editDistance(s, c)
@@ -16,6 +16,12 @@ func didYouMean(s string, candidates []string) string {
 			best, bestDist = c, d
 		}
 	}
+	return best
+}
+
+// suggest formats a suggestion from closest: ` (did you mean "x"?)`, or ""
+// for no suggestion.
+func suggest(best string) string {
 	if best == "" {
 		return ""
 	}

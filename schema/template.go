@@ -86,7 +86,7 @@ func (l *loader) param(inner, what string, p Pos) *Param {
 	param := &Param{Name: name, GoName: camelCase(name), Type: ParamString}
 	if typed {
 		if !contains(paramTypes, typ) {
-			l.add(p, "%s: parameter {%s} has unknown type %q: use string, int (int64) or uint (uint64)%s", what, inner, typ, didYouMean(typ, paramTypes))
+			l.add(p, "%s: parameter {%s} has unknown type %q: use string, int (int64) or uint (uint64)%s", what, inner, typ, suggest(closest(typ, paramTypes)))
 			return nil
 		}
 		param.Type = ParamType(typ)

@@ -14,9 +14,12 @@ var typeFields = []string{"doc", "fields"}
 
 // typeDecls reads the "types" mapping: name -> {doc, fields}. Types are
 // declared first so that fields and kinds can refer to any of them; the
-// result is sorted by name.
+// result is sorted by name. A declaration with a bad or duplicate name is
+// checked all the same but left out; references to a badly named type are
+// not reported again.
 func (l *loader) typeDecls(n *yaml.Node) []*Type {
 	l.types = map[string]*Type{}
+	l.brokenTypes = map[string]bool{}
 	if n == nil {
 		return nil
 	}
@@ -25,24 +28,27 @@ func (l *loader) typeDecls(n *yaml.Node) []*Type {
 		return nil
 	}
 	type decl struct {
-		t    *Type
-		body *yaml.Node
+		t     *Type
+		body  *yaml.Node
+		valid bool
 	}
 	var decls []decl
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolveAlias(n.Content[i+1])
 		name := k.Value
+		t := &Type{Name: name, Pos: pos(k)}
 		switch {
 		case !isExported(name):
 			l.add(pos(k), "type name %q must be an exported Go identifier (start with an upper-case letter)", name)
-			continue
+			l.brokenTypes[name] = true
+			decls = append(decls, decl{t, v, false})
 		case l.types[name] != nil:
 			l.add(pos(k), "type %q is declared twice (first at line %d)", name, l.types[name].Pos.Line)
-			continue
+			decls = append(decls, decl{t, v, false})
+		default:
+			l.types[name] = t
+			decls = append(decls, decl{t, v, true})
 		}
-		t := &Type{Name: name, Pos: pos(k)}
-		l.types[name] = t
-		decls = append(decls, decl{t, v})
 	}
 	for _, d := range decls {
 		f := l.fields(d.body, "type "+d.t.Name, typeFields, "fields")
@@ -56,11 +62,43 @@ func (l *loader) typeDecls(n *yaml.Node) []*Type {
 	}
 	out := make([]*Type, 0, len(decls))
 	for _, d := range decls {
-		out = append(out, d.t)
+		if d.valid {
+			out = append(out, d.t)
+		}
 	}
 	l.checkTypeCycles(out)
+	markNeedsClone(out)
 	slices.SortFunc(out, func(a, b *Type) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// markNeedsClone sets Type.NeedsClone, visiting each type once: a chain of
+// types each holding the next twice is linear, not exponential, to walk.
+// It terminates on types that contain themselves by value (reported by
+// checkTypeCycles), with an answer that does not matter.
+func markNeedsClone(types []*Type) {
+	visited := map[*Type]bool{}
+	var visit func(t *Type) bool
+	visit = func(t *Type) bool {
+		if visited[t] {
+			return t.NeedsClone
+		}
+		visited[t] = true
+		for _, f := range t.Fields {
+			needs := f.Type.NeedsClone() // builtins, slices, maps, external types
+			if f.Type.Kind == TypeNamed {
+				needs = visit(f.Type.Named)
+			}
+			if needs {
+				t.NeedsClone = true
+				break
+			}
+		}
+		return t.NeedsClone
+	}
+	for _, t := range types {
+		visit(t)
+	}
 }
 
 // structFields reads the ordered mapping of JSON field name -> type.
@@ -127,6 +165,8 @@ func (l *loader) typeExpr(expr string, p Pos) *TypeRef {
 			return nil
 		}
 		return &TypeRef{Kind: TypeMap, Elem: e}
+	case l.brokenTypes[expr]:
+		return nil // its declaration was reported
 	case slices.Contains(Builtins, expr):
 		return &TypeRef{Kind: TypeBuiltin, Builtin: expr}
 	case l.types[expr] != nil:
@@ -139,8 +179,8 @@ func (l *loader) typeExpr(expr string, p Pos) *TypeRef {
 		candidates = append(candidates, name)
 	}
 	slices.Sort(candidates) // deterministic suggestion when two are equally close
-	if hint := didYouMean(expr, candidates); hint != "" {
-		l.add(p, "unknown type %q%s", expr, hint)
+	if best := closest(expr, candidates); best != "" {
+		l.add(p, "unknown type %q%s", expr, suggest(best))
 		return nil
 	}
 	l.add(p, "unknown type %q: use a builtin (%s), []T, map[string]T, a type declared under types, or \"import/path.Type\"",

@@ -1,0 +1,8 @@
+// Package cp is a package of external types for the golden case
+// import_names: its name is one the generated code uses for something else.
+package cp
+
+// T is an external value type.
+type T struct {
+	Tags []string `json:"tags"`
+}
