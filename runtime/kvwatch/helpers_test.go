@@ -3,7 +3,6 @@ package kvwatch_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -78,14 +77,15 @@ func vpcs(names ...string) kvwatch.Scopes {
 
 // got is one delivered event, flattened for assertions.
 type got struct {
-	Kind     string
-	Key      string
-	Op       kvwatch.Op
-	Value    string // JSON of the value
-	Prev     string // JSON of the previous value, "" if none
-	Revision uint64
-	Initial  bool
-	Synced   bool // the watcher reported synced before this event
+	Kind      string
+	Key       string
+	Op        kvwatch.Op
+	Value     string // JSON of the value
+	Prev      string // JSON of the previous value, "" if none
+	Revision  uint64
+	Initial   bool
+	LeftScope bool // a delete SetScopes delivered for a key it no longer watches
+	Synced    bool // the watcher reported synced before this event
 }
 
 // recorder collects events and errors from one watcher.
@@ -111,7 +111,7 @@ func recordEvent[K interface {
 		}
 		r.mu.Lock()
 		r.events = append(r.events, got{Kind: kind, Key: ev.Key.String(), Op: ev.Op, Value: string(value),
-			Prev: string(prev), Revision: ev.Revision, Initial: ev.Initial, Synced: r.synced})
+			Prev: string(prev), Revision: ev.Revision, Initial: ev.Initial, LeftScope: ev.LeftScope, Synced: r.synced})
 		r.mu.Unlock()
 		r.poke()
 	}
@@ -197,9 +197,9 @@ func startCached(t *testing.T, js jetstream.JetStream, scopes kvwatch.Scopes, r 
 	return w, routes, configs
 }
 
-// disableDirectGet turns direct get off on the network bucket's stream,
-// as a server that does not offer it would have it.
-func disableDirectGet(t *testing.T, js jetstream.JetStream) {
+// updateStream changes the network bucket's stream configuration with
+// change, and fails the test if the server refuses it.
+func updateStream(t *testing.T, js jetstream.JetStream, change func(*jetstream.StreamConfig)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -208,10 +208,17 @@ func disableDirectGet(t *testing.T, js jetstream.JetStream) {
 		t.Fatal(err)
 	}
 	cfg := stream.CachedInfo().Config
-	cfg.AllowDirect = false
+	change(&cfg)
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// disableDirectGet turns direct get off on the network bucket's stream,
+// as a server that does not offer it would have it.
+func disableDirectGet(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	updateStream(t, js, func(cfg *jetstream.StreamConfig) { cfg.AllowDirect = false })
 }
 
 // put writes v as JSON under key.
@@ -244,9 +251,6 @@ func setup(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
 	js := kvwatchtest.JetStream(t)
 	return js, kvwatchtest.Bucket(t, js, "network")
 }
-
-// errorsIs is errors.Is, short for assertions.
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 // containsAll reports whether s contains every one of parts.
 func containsAll(s string, parts ...string) bool {

@@ -103,8 +103,9 @@ func TestHostileData(t *testing.T) {
 }
 
 // A handler far slower than the writer loses nothing: the consumer stops
-// pulling (the backlog waits on the server, visible as Stats().Pending)
-// and every change arrives, in order, once the handler catches up.
+// pulling (the backlog waits on the server: the server's consumer info
+// and Stats().Pending both show it) and every change arrives, in order,
+// once the handler catches up.
 func TestSlowHandlerBackpressure(t *testing.T) {
 	js, _ := setup(t)
 	var slow atomic.Bool
@@ -146,6 +147,29 @@ func TestSlowHandlerBackpressure(t *testing.T) {
 		case err := <-f.Err():
 			t.Fatal(err)
 		}
+	}
+	// The backlog is on the server: its consumer has more than half the
+	// updates still to deliver, not the client's buffer.
+	var serverPending uint64
+	kvwatchtest.Eventually(t, 5*time.Second, "the server's consumer reporting its backlog", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		stream, err := js.Stream(ctx, "KV_network")
+		if err != nil {
+			return false
+		}
+		var infos []*jetstream.ConsumerInfo
+		for info := range stream.ListConsumers(ctx).Info() {
+			infos = append(infos, info)
+		}
+		if len(infos) != 1 {
+			return false
+		}
+		serverPending = infos[0].NumPending
+		return true
+	})
+	if serverPending <= n/2 {
+		t.Fatalf("the server's consumer has %d of %d updates pending, want more than half", serverPending, n)
 	}
 	// Pending is the server's backlog as the last handled message saw it:
 	// it shows once the consumer pulls again, after half its buffer.

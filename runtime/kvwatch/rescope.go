@@ -97,9 +97,11 @@ func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
 		return nil
 	}
 	req := &rescopeRequest{filters: filters, done: make(chan error, 1), finished: make(chan struct{})}
-	w.lastRescope = req
 	select {
 	case w.rescope <- req:
+		// Only a request the event goroutine took will finish: the next
+		// call waits for this one.
+		w.lastRescope = req
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-w.done:

@@ -148,3 +148,29 @@ func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	return nil
 }
+
+// SetScopes calls whose context has already ended leave nothing behind
+// that a later call would wait for: each either hands its request over or
+// returns without recording it.
+func TestSetScopesAfterCancelledCalls(t *testing.T) {
+	js, kv := setup(t)
+	writeKeys(t, kv, "a", 5)
+	writeKeys(t, kv, "b", 5)
+	w, _, _ := startCached(t, js, vpcs("a"), newRecorder())
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 40 {
+		scopes := vpcs("a")
+		if i%2 == 0 {
+			scopes = vpcs("a", "b")
+		}
+		if err := w.SetScopes(ended, scopes); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("SetScopes with an ended context: %v", err)
+		}
+	}
+	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := w.SetScopes(ctx, vpcs("b")); err != nil {
+		t.Fatalf("SetScopes after calls with an ended context: %v", err)
+	}
+}

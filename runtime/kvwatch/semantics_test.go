@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,13 +144,7 @@ func TestResumeDeliversExactlyTheDelta(t *testing.T) {
 	for i := range 10 {
 		put(t, kv, fmt.Sprintf("vpc.a.route.r%d", i), route{CIDR: "v1"})
 	}
-	first := newRecorder()
-	_, _, bindings := networkBindings(first)
-	w1, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitSynced(t, w1)
+	w1, _, _ := startCached(t, js, vpcs("a"), newRecorder())
 	put(t, kv, "vpc.a.route.r0", route{CIDR: "v2"}) // seen live by w1
 	waitRevision(t, w1, 11)
 	cp, err := w1.Checkpoint()
@@ -287,13 +282,8 @@ func TestResumeWithWiderScopesRelists(t *testing.T) {
 // checkpointOf runs a watcher until synced and returns its checkpoint.
 func checkpointOf(t *testing.T, js jetstream.JetStream, scopes kvwatch.Scopes) kvwatch.Checkpoint {
 	t.Helper()
-	_, _, bindings := networkBindings(newRecorder())
-	w, err := kvwatch.Start(context.Background(), js, &network, scopes, bindings)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _, _ := startCached(t, js, scopes, newRecorder())
 	defer w.Stop()
-	waitSynced(t, w)
 	cp, err := w.Checkpoint()
 	if err != nil {
 		t.Fatal(err)
@@ -329,13 +319,7 @@ func resumeEvents(t *testing.T, js jetstream.JetStream, scopes kvwatch.Scopes, c
 func TestCheckpointUnderConcurrentWrites(t *testing.T) {
 	js, kv := setup(t)
 	writeKeys(t, kv, "a", 50)
-	r := newRecorder()
-	_, _, bindings := networkBindings(r)
-	w1, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitSynced(t, w1)
+	w1, _, _ := startCached(t, js, vpcs("a"), newRecorder())
 	stop := overwrite(t, kv, []string{"vpc.a.route.r1", "vpc.a.route.r2", "vpc.a.route.r60"})
 	waitRevision(t, w1, w1.Stats().LastRevision+50)
 	cp, err := w1.Checkpoint()
@@ -376,6 +360,9 @@ func TestStatsShowInitialProgress(t *testing.T) {
 	writeKeys(t, kv, "a", 1200)
 	put(t, kv, "vpc.a.route.r600", route{CIDR: "again"}) // an interior delete: read by direct get
 	release := make(chan struct{})
+	// Release the handler on every way out, a failed wait included: the
+	// deferred Stop waits for it.
+	unblock := sync.OnceFunc(func() { close(release) })
 	first := true
 	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
 		if first {
@@ -388,11 +375,12 @@ func TestStatsShowInitialProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	defer unblock()
 	kvwatchtest.Eventually(t, 10*time.Second, "pending entries reported", func() bool {
 		s := w.Stats()
 		return !s.Synced && s.Pending > 0
 	})
-	close(release)
+	unblock()
 	waitSynced(t, w)
 	if s := w.Stats(); s.Pending != 0 || s.Kinds["Route"].Cached != 1200 || s.InitialState != "direct-get-listing" {
 		t.Errorf("after sync: %+v", s)

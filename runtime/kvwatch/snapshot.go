@@ -47,17 +47,20 @@ const (
 )
 
 // snapshot reads the current entry of every key in the watcher's filters
-// and delivers each as an initial event, choosing the way from what the
-// stream reports:
+// and delivers each as an initial event:
 //
-//   - no direct get allowed, or no interior deletes (nothing was ever
-//     overwritten or deleted, the case where a consumer's own
-//     last-per-subject delivery is fastest): the consumer delivers the
-//     state, and the watcher is synced once it has passed the stream's
-//     last sequence as it was before the consumer was created;
-//   - otherwise (the usual state of a long-lived, overwritten bucket,
-//     where that delivery slows down by orders of magnitude) the state is
-//     read without a consumer, by batched direct get (readState).
+//   - by batched direct get, without a consumer (readState), whenever the
+//     stream allows it. Its first answer is atomic, so the state is exact
+//     even while keys are overwritten; and once a bucket has been
+//     overwritten, a consumer's own initial delivery slows down by orders
+//     of magnitude;
+//   - otherwise by the consumer's own last-per-subject delivery. The
+//     watcher is synced once the consumer has passed the stream's last
+//     sequence as it was before the consumer was created, or reports
+//     nothing pending. A key overwritten while that delivery runs loses
+//     its older message before the consumer reaches it (history 1 keeps
+//     one): it comes just after the watcher is synced, as a live event.
+//     Direct get avoids that; a consumer cannot.
 func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	stream, err := w.js.Stream(ctx, w.stream)
 	if err != nil {
@@ -66,7 +69,7 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	info := stream.CachedInfo()
 	w.setStreamCreated(info.Created)
 	last := info.State.LastSeq
-	if !info.Config.AllowDirect || (info.State.NumDeleted == 0 && w.cfg.resume == nil) {
+	if !info.Config.AllowDirect {
 		return snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}, nil
 	}
 	res, err := w.readState(ctx, stream, w.filters, last)

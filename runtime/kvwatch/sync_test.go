@@ -36,6 +36,29 @@ func checkSyncedState(t *testing.T, r *recorder, want []string) {
 	}
 }
 
+// checkDeliveredOnce checks that every key in want was delivered, before
+// synced (flagged initial) or after it (a live put), and that no event
+// after synced is flagged initial.
+func checkDeliveredOnce(t *testing.T, r *recorder, want []string) {
+	t.Helper()
+	events, errs := r.snapshot()
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	delivered := map[string]bool{}
+	for i, e := range events {
+		if e.Initial && e.Synced {
+			t.Fatalf("event %d %+v: flagged initial after synced", i, e)
+		}
+		delivered[e.Key] = true
+	}
+	for _, key := range want {
+		if !delivered[key] {
+			t.Errorf("key %s never delivered", key)
+		}
+	}
+}
+
 // writeKeys writes n routes under vpc and returns their keys.
 func writeKeys(t *testing.T, kv jetstream.KeyValue, vpc string, n int) []string {
 	t.Helper()
@@ -100,9 +123,8 @@ func TestSyncWithoutDirectGet(t *testing.T) {
 	r.waitFor(t, "a live event", func(ev []got, _ []error) bool { return len(ev) == len(keys)+1 })
 }
 
-// The initial state is read the fastest way the stream allows: by the
-// consumer itself while nothing was ever overwritten or deleted (no
-// interior deletes), by direct get once something was.
+// The initial state is read by direct get whenever the stream allows it
+// (fresh or overwritten), by the consumer itself otherwise.
 func TestInitialStatePathFollowsTheStream(t *testing.T) {
 	js, kv := setup(t)
 	keys := writeKeys(t, kv, "a", 30)
@@ -110,8 +132,9 @@ func TestInitialStatePathFollowsTheStream(t *testing.T) {
 		change func()
 		want   string
 	}{
-		{func() {}, "consumer"},
+		{func() {}, "direct-get"},
 		{func() { put(t, kv, keys[3], route{CIDR: "overwritten"}) }, "direct-get"},
+		{func() { disableDirectGet(t, js) }, "consumer"},
 	} {
 		c.change()
 		r := newRecorder()
@@ -123,4 +146,26 @@ func TestInitialStatePathFollowsTheStream(t *testing.T) {
 		}
 		w.Stop()
 	}
+}
+
+// A bucket never overwritten before the watcher starts, overwritten while
+// it reads the state: every key is still delivered before synced. (A
+// consumer delivering the state itself would lose overwritten keys' older
+// messages before reaching them, and bring the keys only after synced.)
+func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
+	js, kv := setup(t)
+	keys := writeKeys(t, kv, "a", 2000)
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"w"}`))
+		}
+	})
+	waitSynced(t, w)
+	cancel()
+	wg.Wait()
+	checkSyncedState(t, r, keys)
 }

@@ -30,19 +30,23 @@ func TestTwoScopesOneConsumer(t *testing.T) {
 	put(t, kv, "vpc.b", vpcConfig{Name: "bravo"})
 	put(t, kv, "vpc.b.route.r2", route{CIDR: "10.1.0.0/24", NextHop: "gw-b"})
 
-	events := r.waitFor(t, "writes under both scopes", func(ev []got, _ []error) bool {
+	r.waitFor(t, "writes under both scopes", func(ev []got, _ []error) bool {
 		return hasKey(ev, "vpc.b.route.r2", kvwatch.OpPut)
 	})
+	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
+		t.Fatalf("consumers on KV_network after writes = %d, want 1", n)
+	}
+	if got := w.Filters(); fmt.Sprint(got) != "[$KV.network.vpc.a $KV.network.vpc.a.> $KV.network.vpc.b $KV.network.vpc.b.>]" {
+		t.Errorf("filters = %v", got)
+	}
 	// The stream is ordered: vpc.c.route.r9 was written before the last
 	// awaited write, so had it been delivered it would be here already.
-	// Waiting longer guards against a second path delivering it later.
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		events, _ = r.snapshot()
-		if hasKey(events, "vpc.c.route.r9", kvwatch.OpPut) {
-			t.Fatalf("write under an unwatched scope was delivered: %+v", events)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Stop joins every goroutine of the watcher: what any other path might
+	// still have delivered is in the events counted below.
+	w.Stop()
+	events, _ := r.snapshot()
+	if hasKey(events, "vpc.c.route.r9", kvwatch.OpPut) {
+		t.Fatalf("write under an unwatched scope was delivered: %+v", events)
 	}
 	want := []got{
 		{Kind: "Route", Key: "vpc.a.route.r1", Op: kvwatch.OpPut, Value: `{"cidr":"10.0.0.0/24","next_hop":"gw-a"}`},
@@ -56,12 +60,6 @@ func TestTwoScopesOneConsumer(t *testing.T) {
 		if e.Kind != want[i].Kind || e.Key != want[i].Key || e.Op != want[i].Op || e.Value != want[i].Value || e.Initial {
 			t.Errorf("event %d = %+v, want %+v (live)", i, e, want[i])
 		}
-	}
-	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
-		t.Fatalf("consumers on KV_network after writes = %d, want 1", n)
-	}
-	if got := w.Filters(); fmt.Sprint(got) != "[$KV.network.vpc.a $KV.network.vpc.a.> $KV.network.vpc.b $KV.network.vpc.b.>]" {
-		t.Errorf("filters = %v", got)
 	}
 }
 
@@ -79,14 +77,15 @@ func TestEmptyScopesWatchNothing(t *testing.T) {
 	if n := kvwatchtest.Consumers(t, js, "network"); n != 0 {
 		t.Fatalf("consumers = %d, want 0", n)
 	}
-	// Nothing can deliver events (no consumer exists, checked above);
-	// give a broken implementation time to show some anyway.
-	time.Sleep(200 * time.Millisecond)
-	if events, errs := r.snapshot(); len(events) != 0 || len(errs) != 0 {
-		t.Fatalf("events %+v, errors %v; want none", events, errs)
-	}
 	if len(w.Filters()) != 0 {
 		t.Fatalf("filters = %v, want none", w.Filters())
+	}
+	// Nothing can deliver events (no consumer exists, checked above);
+	// Stop joins every goroutine of the watcher, so anything a broken
+	// implementation delivered anyway is recorded by now.
+	w.Stop()
+	if events, errs := r.snapshot(); len(events) != 0 || len(errs) != 0 {
+		t.Fatalf("events %+v, errors %v; want none", events, errs)
 	}
 }
 
@@ -124,7 +123,9 @@ func TestOverlappingScopes(t *testing.T) {
 }
 
 // Scope values that would widen the watch are rejected with a typed error
-// before any request reaches the server.
+// before anything is sent to the server: the connection publishes no
+// message (the JetStream API requests ClientTrace sees, nor direct gets,
+// which bypass it), while a valid Start afterwards does.
 func TestScopeInjectionRejected(t *testing.T) {
 	js, _ := setup(t)
 	var requests atomic.Int32
@@ -134,6 +135,7 @@ func TestScopeInjectionRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sentBefore := js.Conn().Stats().OutMsgs
 	for _, bad := range []string{"", ".", "*", ">", "a.b", "a.*", "a b", " a", "a\t", "ü", "a>", "a,b"} {
 		bindings := []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)}
 		w, err := kvwatch.Start(context.Background(), traced, &network, vpcs("ok", bad), bindings)
@@ -150,20 +152,50 @@ func TestScopeInjectionRejected(t *testing.T) {
 	if n := requests.Load(); n != 0 {
 		t.Fatalf("%d requests reached the server", n)
 	}
+	if n := js.Conn().Stats().OutMsgs - sentBefore; n != 0 {
+		t.Fatalf("%d messages sent to the server", n)
+	}
 	if n := kvwatchtest.Consumers(t, js, "network"); n != 0 {
 		t.Fatalf("consumers = %d, want 0", n)
+	}
+	// The positive control: a valid Start is seen by both counters.
+	sentBefore = js.Conn().Stats().OutMsgs
+	w, err := kvwatch.Start(context.Background(), traced, &network, vpcs("ok"),
+		[]kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	if requests.Load() == 0 || js.Conn().Stats().OutMsgs == sentBefore {
+		t.Fatalf("a valid Start was not seen: %d requests traced, %d messages sent; the counters prove nothing",
+			requests.Load(), js.Conn().Stats().OutMsgs-sentBefore)
 	}
 }
 
 // Synced comes after exactly the initial keys while a writer keeps
-// overwriting them and adding new ones: every initial key is delivered
-// (flagged initial) before synced, and nothing after synced is flagged
-// initial.
+// overwriting them and adding new ones: by direct get, every initial key
+// is delivered (flagged initial) before synced, and nothing after synced
+// is flagged initial. By the consumer (a stream without direct get), a key
+// overwritten while the consumer delivers the state may come just after
+// synced, as a live put (the documented limit of that way): no key is
+// lost, and the flags are still consistent.
 func TestSyncedExactUnderConcurrentWrites(t *testing.T) {
+	for _, path := range []string{"direct-get", "consumer"} {
+		t.Run(path, func(t *testing.T) { syncedExactUnderConcurrentWrites(t, path) })
+	}
+}
+
+func syncedExactUnderConcurrentWrites(t *testing.T, path string) {
 	js, kv := setup(t)
+	if path == "consumer" {
+		disableDirectGet(t, js)
+	}
 	const initial = 300
+	keys := make([]string, initial)
 	for i := range initial {
-		put(t, kv, fmt.Sprintf("vpc.a.route.r%d", i), route{CIDR: fmt.Sprintf("10.0.%d.0/24", i)})
+		keys[i] = fmt.Sprintf("vpc.a.route.r%d", i)
+		put(t, kv, keys[i], route{CIDR: fmt.Sprintf("10.0.%d.0/24", i)})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -193,26 +225,13 @@ func TestSyncedExactUnderConcurrentWrites(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	events, errs := r.snapshot()
-	if len(errs) > 0 {
-		t.Fatalf("errors: %v", errs)
+	if path == "direct-get" {
+		checkSyncedState(t, r, keys)
+	} else {
+		checkDeliveredOnce(t, r, keys)
 	}
-	seen := map[string]bool{}
-	for i, e := range events {
-		if e.Initial == e.Synced {
-			t.Fatalf("event %d %+v: Initial=%v but synced-before=%v", i, e, e.Initial, e.Synced)
-		}
-		if e.Initial {
-			seen[e.Key] = true
-		}
-	}
-	for i := range initial {
-		if key := fmt.Sprintf("vpc.a.route.r%d", i); !seen[key] {
-			t.Errorf("initial key %s not delivered before synced", key)
-		}
-	}
-	if !w.Stats().Synced {
-		t.Fatal("Stats().Synced is false after sync")
+	if s := w.Stats(); !s.Synced || s.InitialState != path {
+		t.Fatalf("Stats().Synced = %v, InitialState = %q; want true, %q", s.Synced, s.InitialState, path)
 	}
 }
 

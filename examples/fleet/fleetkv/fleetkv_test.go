@@ -98,13 +98,31 @@ func TestGeneratedWatcher(t *testing.T) {
 	}
 }
 
-// Scope values are checked before anything is sent.
+// Scope values are checked before anything is sent: the connection
+// publishes no message for a rejected watch, and does for a valid one.
 func TestGeneratedScopesRejectWildcards(t *testing.T) {
 	js := kvwatchtest.JetStream(t)
 	kvwatchtest.Bucket(t, js, "network")
+	sent := js.Conn().Stats().OutMsgs
 	_, err := fleetkv.WatchNetwork(context.Background(), js, fleetkv.NetworkScopes{VPC: []string{"a", ">"}}, fleetkv.NetworkHandlers{})
 	if !errors.Is(err, kvwatch.ErrInvalidScope) {
 		t.Fatalf("err = %v, want ErrInvalidScope", err)
+	}
+	if n := js.Conn().Stats().OutMsgs - sent; n != 0 {
+		t.Fatalf("%d messages sent for a rejected watch", n)
+	}
+	w, err := fleetkv.WatchNetwork(context.Background(), js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if js.Conn().Stats().OutMsgs == sent {
+		t.Fatal("a valid watch sent nothing either: the count proves nothing")
 	}
 }
 
@@ -127,12 +145,15 @@ func TestGeneratedCacheHandsOutCopies(t *testing.T) {
 			}
 		}
 	}
-	live := make(chan fleetkv.RouteEvent, 1)
+	liveHandled := make(chan struct{}, 1)
 	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a", "b"}}, fleetkv.NetworkHandlers{
 		OnRoute: func(ev fleetkv.RouteEvent) {
 			ev.Value.Tags[0] = "changed by the handler" // the handler owns its value
 			if !ev.Initial {
-				live <- ev
+				select {
+				case liveHandled <- struct{}{}:
+				default:
+				}
 			}
 		},
 	})
@@ -171,6 +192,19 @@ func TestGeneratedCacheHandsOutCopies(t *testing.T) {
 	}
 	if all := w.RouteCache().List(); len(all) != 4 {
 		t.Fatalf("List = %d entries, want 4", len(all))
+	}
+
+	// A live event's handler owns its value too.
+	if _, err := b.PutRoute(ctx, key, fleetkv.Route{CIDR: "live", Tags: []string{"y"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-liveHandled:
+	case <-ctx.Done():
+		t.Fatal("no live route event")
+	}
+	if again, _ := w.RouteCache().Get(key); again.CIDR != "live" || again.Tags[0] != "y" {
+		t.Fatalf("after a live event whose handler changed its value, the cache has %+v", again)
 	}
 }
 
