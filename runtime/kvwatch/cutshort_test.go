@@ -52,3 +52,38 @@ func TestDirectGetAnswerCutShort(t *testing.T) {
 		t.Errorf("%d read requests: the first answer was not cut short", n)
 	}
 }
+
+// Many small scopes holding more than 1,024 keys in all are read in a few
+// requests (the filters split in halves until each answer fits), not one
+// request per scope, and the state is exact.
+func TestManySmallScopesReadInFewRequests(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, js := kvwatchtest.Connect(t, s)
+	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Storage: jetstream.MemoryStorage})
+	names := make([]string, 1200)
+	for i := range names {
+		names[i] = fmt.Sprintf("v%d", i)
+		put(t, kv, "vpc."+names[i]+".route.r", route{CIDR: names[i]})
+	}
+	observer, _ := kvwatchtest.Connect(t, s)
+	requests, err := observer.SubscribeSync("$JS.API.DIRECT.GET.KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	w, routes, configs := startCached(t, js, vpcs(names...), r)
+	if got := w.Stats().InitialState; got != "direct-get" {
+		t.Fatalf("InitialState = %q, want direct-get", got)
+	}
+	if got, want := cacheState(routes, configs), bucketState(t, kv, names...); !slices.Equal(got, want) {
+		t.Fatalf("the cache has %d entries, want %d", len(got), len(want))
+	}
+	// 2,400 filters: one request that matches too many keys, then two
+	// halves of 600 keys each.
+	if n, _, _ := requests.Pending(); n > 5 {
+		t.Errorf("%d read requests for 1,200 scopes of one key, want a few", n)
+	}
+}

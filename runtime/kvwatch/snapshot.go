@@ -84,8 +84,9 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 // is unpinned: the server answers it in isolation from writes, so when it
 // fits in one answer the state is exact as of the revision its EOB
 // reports. An answer cut short by the byte limit is continued pinned at
-// that revision. With more than 1,024 keys, every filter is read pinned at
-// before, the stream's last sequence when the read began.
+// that revision. With more than 1,024 keys, the filters are read in halves
+// pinned at before, the stream's last sequence when the read began (see
+// readPinned).
 func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (snapshotResult, error) {
 	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
 	end, err := dg.read(ctx, multiLastRequest{MultiLast: filters}, w.deliverSnapshotMsg)
@@ -99,9 +100,7 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 		// deleted since still has its delete marker, which matches).
 		return snapshotResult{upTo: before, catchUp: before, path: pathDirect}, nil
 	case errors.Is(err, errTooManyResults):
-		for _, f := range filters {
-			queue = append(queue, multiLastRequest{MultiLast: []string{f}, UpToSeq: pinAt})
-		}
+		queue = halves(multiLastRequest{MultiLast: filters, UpToSeq: pinAt})
 	case err != nil:
 		return snapshotResult{}, err
 	default:
@@ -126,10 +125,12 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 const readWindow = 4
 
 // readPinned sends the requests of queue, all pinned at revision upTo,
-// pipelined: a one-filter request that matches more than 1,024 keys is
-// replaced by requests for the keys it lists, in chunks of explicit
-// subjects; an answer cut short by the byte limit is continued from its
-// last sequence. It returns the path taken.
+// pipelined. A request matching more than 1,024 keys is split in two
+// halves of its filters (many small scopes take a few requests, not one
+// each), and a single filter matching more is replaced by requests for the
+// keys it lists, in chunks of explicit subjects; an answer cut short by
+// the byte limit is continued from its last sequence. It returns the path
+// taken.
 func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetstream.Stream, queue []multiLastRequest, upTo uint64) (string, error) {
 	path := pathDirect
 	var inflight []*pendingRead
@@ -151,7 +152,9 @@ func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetst
 		end, err := dg.receive(p, w.deliverSnapshotMsg)
 		switch {
 		case errors.Is(err, errNoResults):
-		case errors.Is(err, errTooManyResults) && len(p.req.MultiLast) == 1:
+		case errors.Is(err, errTooManyResults) && len(p.req.MultiLast) > 1:
+			queue = append(queue, halves(p.req)...)
+		case errors.Is(err, errTooManyResults):
 			chunks, err := w.listSubjects(ctx, stream, p.req.MultiLast[0], upTo)
 			if err != nil {
 				return "", err
@@ -167,6 +170,14 @@ func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetst
 		}
 	}
 	return path, nil
+}
+
+// halves splits req into two requests, each for half of its filters.
+func halves(req multiLastRequest) []multiLastRequest {
+	mid := len(req.MultiLast) / 2
+	first, second := req, req
+	first.MultiLast, second.MultiLast = req.MultiLast[:mid], req.MultiLast[mid:]
+	return []multiLastRequest{first, second}
 }
 
 // listSubjects lists the subjects matching filter (stream info with a
