@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
@@ -27,15 +29,7 @@ func TestDirectGetAnswerCutShort(t *testing.T) {
 	// is then read by direct get, not by the consumer.
 	put(t, kv, "vpc.a.route.r05", route{CIDR: big, NextHop: "again"})
 
-	// A second client sees every read request the watcher sends.
-	observer, _ := kvwatchtest.Connect(t, s)
-	requests, err := observer.SubscribeSync("$JS.API.DIRECT.GET.KV_network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := observer.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	requests := directGetRequests(t, s)
 
 	r := newRecorder()
 	w, routes, configs := startCached(t, js, vpcs("a"), r)
@@ -65,14 +59,7 @@ func TestManySmallScopesReadInFewRequests(t *testing.T) {
 		names[i] = fmt.Sprintf("v%d", i)
 		put(t, kv, "vpc."+names[i]+".route.r", route{CIDR: names[i]})
 	}
-	observer, _ := kvwatchtest.Connect(t, s)
-	requests, err := observer.SubscribeSync("$JS.API.DIRECT.GET.KV_network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := observer.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	requests := directGetRequests(t, s)
 	r := newRecorder()
 	w, routes, configs := startCached(t, js, vpcs(names...), r)
 	if got := w.Stats().InitialState; got != "direct-get" {
@@ -86,4 +73,20 @@ func TestManySmallScopesReadInFewRequests(t *testing.T) {
 	if n, _, _ := requests.Pending(); n > 5 {
 		t.Errorf("%d read requests for 1,200 scopes of one key, want a few", n)
 	}
+}
+
+// directGetRequests subscribes a second client to the network bucket's
+// direct get subject: its pending count is the number of read requests
+// sent from then on.
+func directGetRequests(t *testing.T, s *server.Server) *nats.Subscription {
+	t.Helper()
+	observer, _ := kvwatchtest.Connect(t, s)
+	requests, err := observer.SubscribeSync("$JS.API.DIRECT.GET.KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return requests
 }
