@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -48,7 +49,7 @@ func TestDirectGetAnswerCutShort(t *testing.T) {
 }
 
 // Many small scopes holding more than 1,024 keys in all are read in a few
-// requests (the filters split in halves until each answer fits), not one
+// requests (sized by the keys per filter the first answers held), not one
 // request per scope, and the state is exact.
 func TestManySmallScopesReadInFewRequests(t *testing.T) {
 	s := kvwatchtest.Server(t)
@@ -68,10 +69,54 @@ func TestManySmallScopesReadInFewRequests(t *testing.T) {
 	if got, want := cacheState(routes, configs), bucketState(t, kv, names...); !slices.Equal(got, want) {
 		t.Fatalf("the cache has %d entries, want %d", len(got), len(want))
 	}
-	// 2,400 filters: one request that matches too many keys, then two
-	// halves of 600 keys each.
-	if n, _, _ := requests.Pending(); n > 5 {
-		t.Errorf("%d read requests for 1,200 scopes of one key, want a few", n)
+	// 2,400 filters: one request that matches too many keys, the probe of
+	// one filter (one key), then chunks of 768 filters: 6 at most.
+	if n, _, _ := requests.Pending(); n > 6 {
+		t.Errorf("%d read requests for 1,200 scopes of one key, want 6 at most", n)
+	}
+}
+
+// Scopes of several hundred keys each are read about one scope per
+// request: the probe shows how dense they are. Splitting the filters in
+// halves instead spends a refused request for every request answered
+// (40 filters: 39 refused), each costing the server nearly an answer.
+func TestDenseScopesReadWithoutRefusals(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, js := kvwatchtest.Connect(t, s)
+	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Storage: jetstream.MemoryStorage})
+	const scopes, perScope = 20, 600
+	names := make([]string, scopes)
+	for i := range names {
+		names[i] = fmt.Sprintf("v%02d", i)
+		for j := range perScope {
+			data := fmt.Sprintf(`{"cidr":"10.%d.%d.0/24"}`, i, j%256)
+			if _, err := js.PublishAsync(fmt.Sprintf("$KV.network.vpc.%s.route.r%03d", names[i], j), []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "loading the bucket", func() bool {
+		select {
+		case <-js.PublishAsyncComplete():
+			return true
+		default:
+			return false
+		}
+	})
+	refusals := directGetRefusals(t, s)
+	r := newRecorder()
+	w, routes, configs := startCached(t, js, vpcs(names...), r)
+	if got := w.Stats().InitialState; got != "direct-get" {
+		t.Fatalf("InitialState = %q, want direct-get", got)
+	}
+	if got, want := cacheState(routes, configs), bucketState(t, kv, names...); len(want) != scopes*perScope || !slices.Equal(got, want) {
+		t.Fatalf("the cache has %d entries, want %d (%d in the bucket)", len(got), len(want), scopes*perScope)
+	}
+	// 40 filters (an empty config filter and a route filter of 600 keys
+	// per scope): the request for all of them is refused, and none after
+	// it. Splitting in halves had 18 more refused (of 39 requests).
+	if n := refusals(); n != 1 {
+		t.Errorf("%d read requests refused (413), want only the first", n)
 	}
 }
 
@@ -89,4 +134,39 @@ func directGetRequests(t *testing.T, s *server.Server) *nats.Subscription {
 		t.Fatal(err)
 	}
 	return requests
+}
+
+// directGetRefusals subscribes a second client to every reply inbox; the
+// function it returns reads what arrived and counts the "413 Too Many
+// Results" answers among them.
+func directGetRefusals(t *testing.T, s *server.Server) func() int {
+	t.Helper()
+	observer, _ := kvwatchtest.Connect(t, s)
+	replies, err := observer.SubscribeSync("_INBOX.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replies.SetPendingLimits(-1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		// Replies reach the observer as they reach the watcher, which has
+		// read them all: a flush round trip passes any still in flight.
+		if err := observer.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for {
+			msg, err := replies.NextMsg(0)
+			if err != nil {
+				return n
+			}
+			if msg.Header.Get("Status") == "413" {
+				n++
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,9 +28,10 @@ const maxMultiLastSubjects = 1024
 // answerMaxBytes caps each answer: the server stops after the message that
 // reaches it (so an answer holds at most this plus one message), and the
 // watcher continues from there. Without it the server's max_pending (64
-// MiB by default) applies, and a few answers in flight (readWindow) could
-// exceed what a subscription buffers by default, dropping replies.
-const answerMaxBytes = 8 << 20
+// MiB by default) applies, and the answers in flight (readWindow) could
+// hold far more than the watcher needs buffered: with this cap, at most
+// readWindow x 4 MiB (plus a message each).
+const answerMaxBytes = 4 << 20
 
 var (
 	errTooManyResults = errors.New("more than 1024 subjects match")
@@ -53,17 +55,62 @@ type batchEnd struct {
 	upTo    uint64 // the revision the answer is as of
 	pending uint64 // messages left unsent (byte limit)
 	lastSeq uint64 // sequence of the last message sent
+	// received is the number of messages the answer held.
+	received int
 }
 
-// directGetter sends batched direct gets for one stream.
+// directGetter sends the batched direct gets of one read of a stream and
+// receives their answers on one subscription: a subscription costs nats.go
+// a 64k-slot channel (512 KiB cleared), which per request was a tenth of
+// the client's CPU on a 100-request read. Each request gets its own reply
+// subject under the subscription's prefix; replies of a request other than
+// the one being read are kept until it is read (answers of several
+// requests may interleave when several servers answer). Open it with
+// open, and close it when the read is over; it is used from one
+// goroutine.
 type directGetter struct {
 	nc      *nats.Conn
 	subject string
 	timeout time.Duration // per request, and per reply within it
+
+	prefix string // reply subjects are prefix + a number
+	sub    *nats.Subscription
+	stop   func() bool // stops watching the context
+	sent   int
+	early  map[string][]*nats.Msg // replies to requests not being read yet
 }
 
 func newDirectGetter(js jetstream.JetStream, stream string, timeout time.Duration) *directGetter {
 	return &directGetter{nc: js.Conn(), subject: apiPrefix(js) + "DIRECT.GET." + stream, timeout: timeout}
+}
+
+// open subscribes to the read's reply subjects. A context that ends
+// closes the subscription, which ends any wait for a reply.
+func (d *directGetter) open(ctx context.Context) error {
+	d.prefix = d.nc.NewInbox() + "."
+	sub, err := d.nc.SubscribeSync(d.prefix + "*")
+	if err != nil {
+		return fmt.Errorf("direct get: subscribe: %w", err)
+	}
+	// Answers are bounded by MaxBytes and readWindow; the default limits
+	// (64 MiB) must not drop part of them when large messages top them.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		sub.Unsubscribe()
+		return fmt.Errorf("direct get: subscribe: %w", err)
+	}
+	d.sub, d.early = sub, map[string][]*nats.Msg{}
+	d.stop = context.AfterFunc(ctx, func() { sub.Unsubscribe() })
+	return nil
+}
+
+// close drops the subscription and whatever it still holds.
+func (d *directGetter) close() {
+	if d.sub == nil {
+		return
+	}
+	d.stop()
+	d.sub.Unsubscribe()
+	d.sub, d.early = nil, nil
 }
 
 // apiPrefix returns the JetStream API prefix js sends requests to.
@@ -81,53 +128,52 @@ func apiPrefix(js jetstream.JetStream) string {
 	return "$JS.API."
 }
 
-// pendingRead is a request sent and not yet read: its replies collect in
-// sub.
+// pendingRead is a request sent and not yet read.
 type pendingRead struct {
-	req    multiLastRequest
-	sub    *nats.Subscription
-	cancel func() // stop watching the context and drop the subscription
+	req   multiLastRequest
+	reply string
 }
 
-// send publishes req with a fresh inbox for its replies. The caller reads
-// them with receive, or drops them with cancel.
-func (d *directGetter) send(ctx context.Context, req multiLastRequest) (*pendingRead, error) {
+// send publishes req; the caller reads its answer with receive.
+func (d *directGetter) send(req multiLastRequest) (*pendingRead, error) {
 	req.MaxBytes = answerMaxBytes
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	inbox := d.nc.NewInbox()
-	sub, err := d.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, fmt.Errorf("direct get: subscribe: %w", err)
-	}
-	// The answer is bounded by MaxBytes; the default limits (64 MiB) must
-	// not drop part of it when a large message tops it.
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		sub.Unsubscribe()
-		return nil, fmt.Errorf("direct get: subscribe: %w", err)
-	}
-	// A cancelled context ends a wait for replies by closing the
-	// subscription (cheaper than a context per reply).
-	stop := context.AfterFunc(ctx, func() { sub.Unsubscribe() })
-	p := &pendingRead{req: req, sub: sub, cancel: func() { stop(); sub.Unsubscribe() }}
-	if err := d.nc.PublishRequest(d.subject, inbox, body); err != nil {
-		p.cancel()
+	d.sent++
+	p := &pendingRead{req: req, reply: d.prefix + strconv.Itoa(d.sent)}
+	if err := d.nc.PublishRequest(d.subject, p.reply, body); err != nil {
 		return nil, fmt.Errorf("direct get: publish: %w", err)
 	}
 	return p, nil
 }
 
+// nextReply returns the next reply to p, keeping replies to other
+// requests for later.
+func (d *directGetter) nextReply(p *pendingRead) (*nats.Msg, error) {
+	if kept := d.early[p.reply]; len(kept) > 0 {
+		d.early[p.reply] = kept[1:]
+		return kept[0], nil
+	}
+	for {
+		msg, err := d.sub.NextMsg(d.timeout)
+		if err != nil || msg.Subject == p.reply {
+			return msg, err
+		}
+		d.early[msg.Subject] = append(d.early[msg.Subject], msg)
+	}
+}
+
 // receive reads the answer to p, calling fn for every message in the order
 // received, and returns the EOB report, errNoResults (404),
 // errTooManyResults (413), errNoDirectGet (no responders), or another
-// error. It drops the subscription when done.
+// error.
 func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, error) {
-	defer p.cancel()
+	defer delete(d.early, p.reply)
 	received := 0
 	for {
-		msg, err := p.sub.NextMsg(d.timeout)
+		msg, err := d.nextReply(p)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
 			return batchEnd{}, errNoDirectGet // nobody serves direct gets
@@ -141,9 +187,10 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, er
 			fn(msg)
 		case status == "204":
 			return batchEnd{
-				upTo:    headerUint(msg, "Nats-UpTo-Sequence"),
-				pending: headerUint(msg, "Nats-Num-Pending"),
-				lastSeq: headerUint(msg, "Nats-Last-Sequence"),
+				upTo:     headerUint(msg, "Nats-UpTo-Sequence"),
+				pending:  headerUint(msg, "Nats-Num-Pending"),
+				lastSeq:  headerUint(msg, "Nats-Last-Sequence"),
+				received: received,
 			}, nil
 		case status == "404" && description == "No Results" && received == 0:
 			return batchEnd{}, errNoResults
@@ -164,8 +211,8 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, er
 }
 
 // read sends req and receives its answer.
-func (d *directGetter) read(ctx context.Context, req multiLastRequest, fn func(*nats.Msg)) (batchEnd, error) {
-	p, err := d.send(ctx, req)
+func (d *directGetter) read(req multiLastRequest, fn func(*nats.Msg)) (batchEnd, error) {
+	p, err := d.send(req)
 	if err != nil {
 		return batchEnd{}, err
 	}

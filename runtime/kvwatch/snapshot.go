@@ -84,14 +84,19 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 // is unpinned: the server answers it in isolation from writes, so when it
 // fits in one answer the state is exact as of the revision its EOB
 // reports. An answer cut short by the byte limit is continued pinned at
-// that revision. With more than 1,024 keys, the filters are read in halves
-// pinned at before, the stream's last sequence when the read began (see
-// readPinned).
+// that revision. With more than 1,024 keys, the filters are read in
+// requests pinned at before, the stream's last sequence when the read
+// began (see readPinned and readPlan).
 func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (snapshotResult, error) {
 	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
-	end, err := dg.read(ctx, multiLastRequest{MultiLast: filters}, w.deliverSnapshotMsg)
-	pinAt := before
-	var queue []multiLastRequest
+	if err := dg.open(ctx); err != nil {
+		return snapshotResult{}, err
+	}
+	defer dg.close()
+	first := multiLastRequest{MultiLast: filters}
+	end, err := dg.read(first, w.deliverSnapshotMsg)
+	var plan *readPlan
+	path := pathDirect
 	switch {
 	case err == nil && end.pending == 0:
 		return snapshotResult{upTo: end.upTo, catchUp: end.upTo, path: pathDirect}, nil
@@ -99,17 +104,23 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 		// Nothing in scope now, so nothing at `before` either (a key
 		// deleted since still has its delete marker, which matches).
 		return snapshotResult{upTo: before, catchUp: before, path: pathDirect}, nil
+	case errors.Is(err, errTooManyResults) && len(filters) == 1:
+		plan, path = newReadPlan(nil, before), pathDirectListing
+		if err := w.planListing(ctx, plan, stream, filters[0]); err != nil {
+			return snapshotResult{}, err
+		}
 	case errors.Is(err, errTooManyResults):
-		queue = halves(multiLastRequest{MultiLast: filters, UpToSeq: pinAt})
+		plan = newReadPlan(filters, before)
 	case err != nil:
 		return snapshotResult{}, err
 	default:
 		// The byte limit cut the answer short: continue it from where it
 		// stopped, pinned at the revision it reported.
-		pinAt = end.upTo
-		queue = []multiLastRequest{{MultiLast: filters, UpToSeq: pinAt, Seq: end.lastSeq + 1}}
+		plan = newReadPlan(nil, end.upTo)
+		first.UpToSeq = end.upTo
+		plan.resume(first, end.lastSeq)
 	}
-	path, err := w.readPinned(ctx, dg, stream, queue, pinAt)
+	path, err = w.readPinned(ctx, dg, stream, plan, path)
 	if err != nil {
 		return snapshotResult{}, err
 	}
@@ -117,67 +128,71 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 	if err != nil {
 		return snapshotResult{}, err
 	}
-	return snapshotResult{upTo: pinAt, catchUp: max(last, pinAt), path: path}, nil
+	return snapshotResult{upTo: plan.upTo, catchUp: max(last, plan.upTo), path: path}, nil
 }
 
 // readWindow is how many direct get requests are in flight at once: the
-// server prepares the next answers while the watcher decodes one.
-const readWindow = 4
+// server prepares the next answers while the watcher decodes one. In the
+// measurement described in readplan.go (one request per scope), 1, 2, 4,
+// 8 and 16 in flight read ~350k, ~380k, ~405k, ~430k and ~435k entries/s.
+const readWindow = 8
 
-// readPinned sends the requests of queue, all pinned at revision upTo,
-// pipelined. A request matching more than 1,024 keys is split in two
-// halves of its filters (many small scopes take a few requests, not one
-// each), and a single filter matching more is replaced by requests for the
-// keys it lists, in chunks of explicit subjects; an answer cut short by
-// the byte limit is continued from its last sequence. It returns the path
-// taken.
-func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetstream.Stream, queue []multiLastRequest, upTo uint64) (string, error) {
-	path := pathDirect
+// readPinned sends the requests of plan, all pinned at its revision,
+// pipelined, and tells the plan how each was answered: a request matching
+// more than 1,024 keys is split in halves, and a single filter matching
+// more is replaced by requests for the keys it lists, in chunks of
+// explicit subjects; an answer cut short by the byte limit is continued
+// from its last sequence. It returns path, or pathDirectListing when it
+// listed keys.
+func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetstream.Stream, plan *readPlan, path string) (string, error) {
 	var inflight []*pendingRead
-	defer func() {
-		for _, p := range inflight {
-			p.cancel()
-		}
-	}()
-	for len(queue) > 0 || len(inflight) > 0 {
-		for len(inflight) < readWindow && len(queue) > 0 {
-			p, err := dg.send(ctx, queue[0])
+	for {
+		for len(inflight) < readWindow {
+			req, ok := plan.next()
+			if !ok {
+				break
+			}
+			p, err := dg.send(req)
 			if err != nil {
 				return "", err
 			}
-			inflight, queue = append(inflight, p), queue[1:]
+			inflight = append(inflight, p)
+		}
+		if len(inflight) == 0 {
+			return path, nil
 		}
 		p := inflight[0]
 		inflight = inflight[1:]
 		end, err := dg.receive(p, w.deliverSnapshotMsg)
 		switch {
 		case errors.Is(err, errNoResults):
-		case errors.Is(err, errTooManyResults) && len(p.req.MultiLast) > 1:
-			queue = append(queue, halves(p.req)...)
+			plan.answered(p.req, 0)
 		case errors.Is(err, errTooManyResults):
-			chunks, err := w.listSubjects(ctx, stream, p.req.MultiLast[0], upTo)
-			if err != nil {
-				return "", err
+			if !plan.refused(p.req) {
+				if err := w.planListing(ctx, plan, stream, p.req.MultiLast[0]); err != nil {
+					return "", err
+				}
+				path = pathDirectListing
 			}
-			queue = append(queue, chunks...)
-			path = pathDirectListing
 		case err != nil:
 			return "", err
-		case end.pending > 0:
-			next := p.req
-			next.Seq = end.lastSeq + 1
-			queue = append(queue, next)
+		default:
+			plan.answered(p.req, end.received+int(end.pending))
+			if end.pending > 0 {
+				plan.resume(p.req, end.lastSeq)
+			}
 		}
 	}
-	return path, nil
 }
 
-// halves splits req into two requests, each for half of its filters.
-func halves(req multiLastRequest) []multiLastRequest {
-	mid := len(req.MultiLast) / 2
-	first, second := req, req
-	first.MultiLast, second.MultiLast = req.MultiLast[:mid], req.MultiLast[mid:]
-	return []multiLastRequest{first, second}
+// planListing adds to plan the requests for the keys under filter, listed.
+func (w *Watcher) planListing(ctx context.Context, plan *readPlan, stream jetstream.Stream, filter string) error {
+	chunks, err := w.listSubjects(ctx, stream, filter, plan.upTo)
+	if err != nil {
+		return err
+	}
+	plan.add(chunks...)
+	return nil
 }
 
 // listSubjects lists the subjects matching filter (stream info with a

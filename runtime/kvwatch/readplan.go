@@ -1,0 +1,132 @@
+package kvwatch
+
+import "slices"
+
+// This file decides how a read that does not fit in one batched direct
+// get answer is cut into requests. The server answers at most 1,024 keys
+// per request and refuses more with a 413, which is not free (the server
+// matches every key of the request to count them): on a bucket of 100
+// scopes of 1,000 keys, splitting blindly in halves spent 99 refused
+// requests for 100 useful ones and read a third slower (measured against
+// a nats-server in its own process, 100k keys of ~200 bytes, replies
+// counted and not decoded: ~275k against ~405k entries/s, 4 requests in
+// flight).
+//
+// So the plan measures instead of guessing. It first asks for the keys of
+// one filter alone (the probe; while probes find nothing, the next takes
+// twice as many filters), then sizes each request from the keys per
+// filter of the last few answers, aiming at readTargetKeys keys. It takes
+// the densest of those answers: neighbouring filters (sorted, so of the
+// same kind and similar scopes) tend to hold alike, but a generated scope
+// is often a dense filter next to an empty one, and an average (over
+// everything so far, or over the last answer alone when it was an empty
+// filter) then sizes the next request far too large. A refused request
+// counts as an answer as dense as the refusal proves (more than 1,024 keys
+// over its filters), and its filters go back to be cut again; a single
+// filter refused is listed instead (see listSubjects).
+
+// readTargetKeys is the number of keys a request is sized to return: half
+// the server's cap. Chunks are whole filters, so a request can hold more
+// than the density predicts (a generated scope is often a dense filter
+// next to a nearly empty one).
+const readTargetKeys = maxMultiLastSubjects / 2
+
+// readPlan hands out the requests of one read pinned at revision upTo. It
+// is used from one goroutine.
+type readPlan struct {
+	upTo uint64
+	// rest holds the filters to request, in order.
+	rest []string
+	// again holds requests formed already: continuations of answers cut
+	// short, chunks of listed keys.
+	again []multiLastRequest
+	// recent holds the keys per filter of the last answers (and
+	// refusals), recent[seen%len] the newest; the densest sizes the next
+	// request. Nothing is recorded before an answer holds a key.
+	recent [4]float64
+	seen   int
+	// probing is set while a probe is unanswered: nothing more is taken
+	// from rest until its answer. probeSize is the next probe's.
+	probing   bool
+	probeSize int
+}
+
+// newReadPlan plans the read of filters pinned at upTo.
+func newReadPlan(filters []string, upTo uint64) *readPlan {
+	return &readPlan{upTo: upTo, rest: filters, probeSize: 1}
+}
+
+// resume plans the rest of an answer to req that was cut short after the
+// message at lastSeq.
+func (p *readPlan) resume(req multiLastRequest, lastSeq uint64) {
+	req.Seq = lastSeq + 1
+	p.again = append(p.again, req)
+}
+
+// add plans requests formed elsewhere (chunks of listed keys).
+func (p *readPlan) add(reqs ...multiLastRequest) {
+	p.again = append(p.again, reqs...)
+}
+
+// next returns the next request to send, or false when none is ready:
+// either everything was handed out, or a probe is still unanswered.
+func (p *readPlan) next() (multiLastRequest, bool) {
+	if len(p.again) > 0 {
+		req := p.again[0]
+		p.again = p.again[1:]
+		return req, true
+	}
+	if len(p.rest) == 0 || p.probing {
+		return multiLastRequest{}, false
+	}
+	var n int
+	if p.seen > 0 {
+		n = int(readTargetKeys / p.density())
+	} else {
+		n, p.probing = p.probeSize, true
+		p.probeSize *= 2
+	}
+	n = min(max(n, 1), len(p.rest))
+	req := multiLastRequest{MultiLast: p.rest[:n:n], UpToSeq: p.upTo}
+	p.rest = p.rest[n:]
+	return req, true
+}
+
+// answered records that req was answered with keys keys in all (those
+// sent and those a byte limit left for later).
+func (p *readPlan) answered(req multiLastRequest, keys int) {
+	if req.Seq != 0 {
+		return // a continuation: its request was measured when answered first
+	}
+	p.probing = false
+	if keys > 0 || p.seen > 0 {
+		// An empty answer counts as one key: a run of empty filters is
+		// then read in growing chunks, not one filter at a time.
+		p.record(float64(max(keys, 1)) / float64(len(req.MultiLast)))
+	}
+}
+
+// record adds the keys per filter of an answer or a refusal.
+func (p *readPlan) record(density float64) {
+	p.recent[p.seen%len(p.recent)] = density
+	p.seen++
+}
+
+// density is the densest of the recent answers.
+func (p *readPlan) density() float64 {
+	return slices.Max(p.recent[:min(p.seen, len(p.recent))])
+}
+
+// refused records that req matched more than 1,024 keys: the density is
+// at least that over its filters, which go back to be requested again. It
+// reports false when req has a single filter: the caller lists its keys
+// instead.
+func (p *readPlan) refused(req multiLastRequest) bool {
+	p.probing = false
+	if len(req.MultiLast) < 2 {
+		return false
+	}
+	p.record(float64(maxMultiLastSubjects+1) / float64(len(req.MultiLast)))
+	p.rest = append(req.MultiLast[:len(req.MultiLast):len(req.MultiLast)], p.rest...)
+	return true
+}
