@@ -18,11 +18,12 @@ var syncReaders = []string{"kvwatch", "watchfiltered", "watchall"}
 // each reader gets the initial state of all 100 prefixes, values decoded
 // into the same struct: the generated watcher, nats.go's kv.WatchFiltered
 // over the 100 prefixes, and kv.WatchAll (the whole bucket, for
-// reference). Then it overwrites half
-// of the keys once (interior deletes in the file store, which slow a
-// multi-filter consumer's own initial delivery) and measures again. Each
-// reader is bounded in time; one that does not finish reports its rate so
-// far.
+// reference). Then it overwrites half of the keys once (interior deletes
+// in the file store, which slow a multi-filter consumer's own initial
+// delivery) and measures again ("churned"), and once more while keys are
+// overwritten at liveWritesPerSecond ("live": a fleet's bucket is written
+// while a node restarts). Each reader is bounded in time; one that does
+// not finish reports its rate so far.
 func runInitialSync(ctx context.Context, b *bench) error {
 	prefixes, perPrefix := 100, b.pick(1000, 500, 20)
 	bound := time.Duration(b.pick(60, 15, 10)) * time.Second
@@ -37,7 +38,7 @@ func runInitialSync(ctx context.Context, b *bench) error {
 	}
 	b.say("  %d keys over %d prefixes", total, prefixes)
 	var bars []barGroup
-	for _, state := range []string{"fresh", "churned"} {
+	for _, state := range []string{"fresh", "churned", "live"} {
 		if state == "churned" {
 			// Rewrite ids 0..perPrefix/2-1 of every prefix: half the keys.
 			half := perPrefix / 2
@@ -49,7 +50,14 @@ func runInitialSync(ctx context.Context, b *bench) error {
 		group := barGroup{label: state}
 		for _, name := range syncReaders {
 			rctx, cancel := context.WithTimeout(ctx, bound)
+			stopWrites := func() error { return nil }
+			if state == "live" {
+				stopWrites = overwrite(rctx, srv.js, prefixes, perPrefix)
+			}
 			entries, elapsed, path, err := syncOnce(rctx, srv, kv, name, prefixes)
+			if werr := stopWrites(); err == nil && werr != nil {
+				err = fmt.Errorf("overwriting keys: %w", werr)
+			}
 			cancel()
 			rate := float64(entries) / elapsed.Seconds()
 			figName := fmt.Sprintf("initial_sync_rate_%s_%s", name, state)
@@ -75,6 +83,48 @@ func runInitialSync(ctx context.Context, b *bench) error {
 		})
 	}
 	return nil
+}
+
+// liveWritesPerSecond is the rate keys are overwritten at in the "live"
+// state.
+const liveWritesPerSecond = 2000
+
+// overwrite starts overwriting keys of the first prefixes at up to
+// liveWritesPerSecond, one key after another across the prefixes, until
+// the function it returns is called (which reports a failed write) or ctx
+// ends.
+func overwrite(ctx context.Context, js jetstream.JetStream, prefixes, perPrefix int) func() error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(time.Second / 100)
+		defer tick.Stop()
+		for i := 0; ; {
+			select {
+			case <-ctx.Done():
+				done <- nil
+				return
+			case <-tick.C:
+			}
+			for range liveWritesPerSecond / 100 {
+				subject := fmt.Sprintf("$KV.bench.p.%d.item.%d", i%prefixes, (i/prefixes)%perPrefix)
+				// One write at a time: a server busy serving the reader
+				// slows the writer down rather than piling writes up.
+				if _, err := js.Publish(ctx, subject, itemValue(i, 2, 200)); err != nil {
+					if ctx.Err() != nil {
+						err = nil
+					}
+					done <- err
+					return
+				}
+				i++
+			}
+		}
+	}()
+	return func() error {
+		cancel()
+		return <-done
+	}
 }
 
 // syncOnce reads the initial state of the first `prefixes` prefixes with
