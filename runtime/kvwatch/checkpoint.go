@@ -131,11 +131,7 @@ func (w *Watcher) restore() error {
 func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
 	r := w.cfg.resume
 	if r == nil {
-		snap, err := w.snapshot(ctx)
-		if err == nil {
-			w.setRevision(snap.upTo)
-		}
-		return snap, err
+		return w.initialState(ctx)
 	}
 	stream, err := w.js.Stream(ctx, w.stream)
 	if err != nil {
@@ -147,18 +143,26 @@ func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
 		for _, b := range w.bindings {
 			b.beginRelist()
 		}
-		snap, err := w.snapshot(ctx)
-		if err == nil {
-			w.setRevision(snap.upTo)
-		}
-		return snap, err
+		return w.initialState(ctx)
 	}
 	w.setResumePath("delta", "")
+	w.dedupe = nil // of a failed earlier attempt
 	for _, b := range w.bindings {
 		b.cancelRelist() // marks of a failed earlier attempt: the delta confirms the rest
 	}
 	w.setStreamCreated(info.Created)
 	return snapshotResult{upTo: r.Revision, catchUp: info.State.LastSeq, path: pathResume}, nil
+}
+
+// initialState reads the state (snapshot) and sets the watcher's revision
+// and dedupe window for the tail that continues it.
+func (w *Watcher) initialState(ctx context.Context) (snapshotResult, error) {
+	snap, err := w.snapshot(ctx)
+	if err == nil {
+		w.setRevision(snap.upTo)
+		w.dedupe = snap.marks.window(w, nil, 0)
+	}
+	return snap, err
 }
 
 // deltaUnprovable returns why the changes after the checkpoint cannot be

@@ -187,18 +187,28 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 		return snapshotResult{catchUp: last, viaConsumer: true, replayInitial: true, path: pathConsumer}, nil
 	case err != nil:
 		return snapshotResult{}, err
-	case len(old) == 0 || w.caughtUpAt(oldCons, rev):
+	case snap.upTo >= rev && (len(old) == 0 || w.caughtUpAt(oldCons, rev)):
 		// Nothing was watched, or the old scopes had nothing after R even
-		// now, after the read: every scope is exact at the read's revision
-		// S; go on from S+1.
+		// now, after the read: every scope is exact at the revision its
+		// request was answered at (S, the oldest of them, when the read
+		// took several); go on from S+1, skipping what the read holds.
 		w.setRevision(snap.upTo)
+		w.dedupe = w.dedupe.with(snap.marks.window(w, nil, 0))
 		return snap, nil
 	}
 	// The old scopes may have changes after R: the consumer starts at
 	// R+1, and the entries of (R, S] it replays for the added scopes,
-	// already in the read, are recognised by revision and skipped.
-	w.dedupe = &dedupeWindow{keys: w.keyMatcher(added), upTo: snap.upTo}
-	return snapshotResult{upTo: rev, catchUp: max(snap.catchUp, snap.upTo), path: snap.path}, nil
+	// already in the read, are recognised by revision and skipped. A read
+	// answered as of a revision before R (by a replica lagging behind the
+	// one that delivered R) starts the consumer there, and the old scopes'
+	// entries up to R are skipped as well.
+	start := min(rev, snap.upTo)
+	win := snap.marks.window(w, added, snap.upTo)
+	if start < rev && len(old) > 0 {
+		win = win.with(&dedupeWindow{groups: []dedupeGroup{{keys: w.keyMatcher(old), upTo: rev}}, upTo: rev})
+	}
+	w.dedupe = w.dedupe.with(win)
+	return snapshotResult{upTo: start, catchUp: max(snap.catchUp, snap.upTo, rev), path: snap.path}, nil
 }
 
 // switchScopes makes req's scopes the watcher's: it records the filters
@@ -239,19 +249,6 @@ func (w *Watcher) caughtUpAt(cons jetstream.Consumer, rev uint64) bool {
 	defer cancel()
 	info, err := cons.Info(ctx)
 	return err == nil && info.NumPending == 0 && info.Delivered.Stream == rev
-}
-
-// dedupeWindow recognises, after SetScopes added scopes, the consumer's
-// replay of entries the read of those scopes already delivered: entries of
-// the added scopes up to the read's revision.
-type dedupeWindow struct {
-	keys *filterMatcher // the added scopes, as key filters
-	upTo uint64         // the read's revision
-}
-
-// covers reports whether an ordered entry falls in the window.
-func (d *dedupeWindow) covers(e *rawEntry) bool {
-	return d != nil && e.ordered && e.revision <= d.upTo && d.keys.matches(e.key)
 }
 
 // revision returns the last revision applied.

@@ -192,32 +192,57 @@ func TestSeamHasNoGapNorDuplicate(t *testing.T) {
 			if got := w.Stats().InitialState; got != path {
 				t.Fatalf("InitialState = %q, want %q", got, path)
 			}
-			log.mu.Lock()
-			defer log.mu.Unlock()
-			for _, key := range keys[:8] {
-				history, err := kv.History(context.Background(), key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := log.revs[key]
-				if len(got) == 0 {
-					t.Fatalf("%s: nothing delivered", key)
-				}
-				// History keeps the last 64 revisions: compare from the
-				// later of its start and the first delivered revision.
-				from := max(got[0], history[0].Revision())
-				var want []uint64
-				for _, h := range history {
-					if h.Revision() >= from {
-						want = append(want, h.Revision())
-					}
-				}
-				got = slices.DeleteFunc(slices.Clone(got), func(r uint64) bool { return r < from })
-				if !slices.Equal(got, want) {
-					t.Errorf("%s: delivered revisions %v, history %v", key, got, want)
-				}
-			}
+			checkHistoriesDelivered(t, kv, log, keys[:8])
 		})
+	}
+}
+
+// checkHistoriesDelivered fails unless, for every key of keys, the
+// revisions delivered are the key's history from the first one delivered
+// on: no revision missed, repeated or out of order. The bucket keeps 64
+// revisions a key: the comparison starts at the later of the history's
+// start and the first revision delivered.
+func checkHistoriesDelivered(t *testing.T, kv jetstream.KeyValue, log *revisionLog, keys []string) {
+	t.Helper()
+	checkRevisionsIncrease(t, log)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, key := range keys {
+		history, err := kv.History(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := log.revs[key]
+		if len(got) == 0 {
+			t.Fatalf("%s: nothing delivered", key)
+		}
+		from := max(got[0], history[0].Revision())
+		var want []uint64
+		for _, h := range history {
+			if h.Revision() >= from {
+				want = append(want, h.Revision())
+			}
+		}
+		got = slices.DeleteFunc(slices.Clone(got), func(r uint64) bool { return r < from })
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: delivered revisions %v, history %v", key, got, want)
+		}
+	}
+}
+
+// checkRevisionsIncrease fails unless every key's revisions were delivered
+// in increasing order: none repeated, none older than one delivered
+// before it.
+func checkRevisionsIncrease(t *testing.T, log *revisionLog) {
+	t.Helper()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for key, got := range log.revs {
+		for i := 1; i < len(got); i++ {
+			if got[i] <= got[i-1] {
+				t.Fatalf("%s: revision %d delivered after %d", key, got[i], got[i-1])
+			}
+		}
 	}
 }
 

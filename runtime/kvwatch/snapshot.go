@@ -36,6 +36,10 @@ type snapshotResult struct {
 	replayInitial bool
 	// path names the way the state was read, for logs and Stats.
 	path string
+	// marks says, for a read in several requests, which filters were read
+	// as of which revision: the tail, starting after the oldest, skips
+	// what the read delivered (see dedupeWindow).
+	marks readMarks
 }
 
 // Names of the ways the initial state is read (Stats.InitialState).
@@ -81,12 +85,15 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 
 // readState reads the newest entry of every key matching filters, without
 // a consumer, and delivers the puts as initial events. The first request
-// is unpinned: the server answers it in isolation from writes, so when it
-// fits in one answer the state is exact as of the revision its EOB
-// reports. An answer cut short by the byte limit is continued pinned at
-// that revision. With more than 1,024 keys, the filters are read in
-// requests pinned at before, the stream's last sequence when the read
-// began (see readPinned and readPlan).
+// asks for everything: the server answers it in isolation from writes, so
+// when it fits in one answer the state is exact as of the revision its
+// EOB reports (an answer cut short by the byte limit is continued pinned
+// at that revision). With more than 1,024 keys, the filters are read in
+// several requests, each answered as of its own revision (see readPlan);
+// the result's upTo is the oldest of them, and its marks say which
+// filters were read as of which. A filter listed for having more than
+// 1,024 keys is read as of before, the stream's last sequence when the
+// read began.
 func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (snapshotResult, error) {
 	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
 	if err := dg.open(ctx); err != nil {
@@ -95,40 +102,47 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 	defer dg.close()
 	first := multiLastRequest{MultiLast: filters}
 	end, err := dg.read(first, w.deliverSnapshotMsg)
-	var plan *readPlan
-	path := pathDirect
+	res := snapshotResult{path: pathDirect}
+	plan := newReadPlan(nil, before)
 	switch {
 	case err == nil && end.pending == 0:
-		return snapshotResult{upTo: end.upTo, catchUp: end.upTo, path: pathDirect}, nil
+		res.upTo, res.catchUp = end.upTo, end.upTo
+		return res, nil
 	case errors.Is(err, errNoResults):
 		// Nothing in scope now, so nothing at `before` either (a key
 		// deleted since still has its delete marker, which matches).
-		return snapshotResult{upTo: before, catchUp: before, path: pathDirect}, nil
+		res.upTo, res.catchUp = before, before
+		return res, nil
 	case errors.Is(err, errTooManyResults) && len(filters) == 1:
-		plan, path = newReadPlan(nil, before), pathDirectListing
-		if err := w.planListing(ctx, plan, stream, filters[0]); err != nil {
+		res.path = pathDirectListing
+		if err := w.planListing(ctx, plan, &res.marks, stream, filters[0]); err != nil {
 			return snapshotResult{}, err
 		}
 	case errors.Is(err, errTooManyResults):
-		plan = newReadPlan(filters, before)
+		plan.rest = filters
 	case err != nil:
 		return snapshotResult{}, err
 	default:
 		// The byte limit cut the answer short: continue it from where it
 		// stopped, pinned at the revision it reported.
-		plan = newReadPlan(nil, end.upTo)
-		first.UpToSeq = end.upTo
-		plan.resume(first, end.lastSeq)
+		res.marks.mark(filters, end.upTo)
+		plan.resume(first, end)
 	}
-	path, err = w.readPinned(ctx, dg, stream, plan, path)
-	if err != nil {
+	if err := w.readRequests(ctx, dg, stream, plan, &res); err != nil {
 		return snapshotResult{}, err
 	}
 	last, err := w.lastSeq(ctx, stream)
 	if err != nil {
 		return snapshotResult{}, err
 	}
-	return snapshotResult{upTo: plan.upTo, catchUp: max(last, plan.upTo), path: path}, nil
+	// Filters whose requests matched nothing are not marked: they held no
+	// key, so the tail has nothing of theirs to skip.
+	res.upTo = before
+	if oldest, ok := res.marks.oldest(); ok {
+		res.upTo = oldest
+	}
+	res.catchUp = max(last, res.marks.newest(), res.upTo)
+	return res, nil
 }
 
 // readWindow is how many direct get requests are in flight at once: the
@@ -137,14 +151,13 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 // 8 and 16 in flight read ~350k, ~380k, ~405k, ~430k and ~435k entries/s.
 const readWindow = 8
 
-// readPinned sends the requests of plan, all pinned at its revision,
-// pipelined, and tells the plan how each was answered: a request matching
-// more than 1,024 keys is split in halves, and a single filter matching
-// more is replaced by requests for the keys it lists, in chunks of
-// explicit subjects; an answer cut short by the byte limit is continued
-// from its last sequence. It returns path, or pathDirectListing when it
-// listed keys.
-func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetstream.Stream, plan *readPlan, path string) (string, error) {
+// readRequests sends the requests of plan, pipelined, and tells the plan
+// how each was answered: a request matching more than 1,024 keys is cut
+// again, and a single filter matching more is replaced by requests for
+// the keys it lists, in chunks of explicit subjects; an answer cut short
+// by the byte limit is continued from its last sequence. It records in
+// res the revision each answer is as of, and the listing path.
+func (w *Watcher) readRequests(ctx context.Context, dg *directGetter, stream jetstream.Stream, plan *readPlan, res *snapshotResult) error {
 	var inflight []*pendingRead
 	for {
 		for len(inflight) < readWindow {
@@ -154,12 +167,12 @@ func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetst
 			}
 			p, err := dg.send(req)
 			if err != nil {
-				return "", err
+				return err
 			}
 			inflight = append(inflight, p)
 		}
 		if len(inflight) == 0 {
-			return path, nil
+			return nil
 		}
 		p := inflight[0]
 		inflight = inflight[1:]
@@ -169,28 +182,35 @@ func (w *Watcher) readPinned(ctx context.Context, dg *directGetter, stream jetst
 			plan.answered(p.req, 0)
 		case errors.Is(err, errTooManyResults):
 			if !plan.refused(p.req) {
-				if err := w.planListing(ctx, plan, stream, p.req.MultiLast[0]); err != nil {
-					return "", err
+				if err := w.planListing(ctx, plan, &res.marks, stream, p.req.MultiLast[0]); err != nil {
+					return err
 				}
-				path = pathDirectListing
+				res.path = pathDirectListing
 			}
 		case err != nil:
-			return "", err
+			return err
 		default:
+			if p.req.UpToSeq == 0 {
+				// Pinned requests (continuations, listed keys) were marked
+				// with the request or the filter they continue.
+				res.marks.mark(p.req.MultiLast, end.upTo)
+			}
 			plan.answered(p.req, end.received+int(end.pending))
 			if end.pending > 0 {
-				plan.resume(p.req, end.lastSeq)
+				plan.resume(p.req, end)
 			}
 		}
 	}
 }
 
-// planListing adds to plan the requests for the keys under filter, listed.
-func (w *Watcher) planListing(ctx context.Context, plan *readPlan, stream jetstream.Stream, filter string) error {
+// planListing adds to plan the requests for the keys under filter, listed
+// and read as of plan.upTo, and marks the filter read as of it.
+func (w *Watcher) planListing(ctx context.Context, plan *readPlan, marks *readMarks, stream jetstream.Stream, filter string) error {
 	chunks, err := w.listSubjects(ctx, stream, filter, plan.upTo)
 	if err != nil {
 		return err
 	}
+	marks.mark([]string{filter}, plan.upTo)
 	plan.add(chunks...)
 	return nil
 }

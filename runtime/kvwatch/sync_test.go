@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -105,6 +106,59 @@ func TestSyncLargeScopeWhileOverwriting(t *testing.T) {
 	if n := kvwatchtest.Consumers(t, js, "network"); n != 1 {
 		t.Errorf("consumers = %d, want 1", n)
 	}
+}
+
+// A read of more than 1,024 keys takes several requests, each answered as
+// of its own revision while a writer overwrites a few keys of every scope
+// many times; the consumer starts after the oldest revision and must skip
+// what the read delivered: every key's revisions arrive once each, in
+// order, with none missed (replaying a key's older revisions after the
+// read delivered a newer one breaks the order).
+func TestSeamOfAReadInSeveralRequests(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, js := kvwatchtest.Connect(t, s)
+	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", History: 64, Storage: jetstream.MemoryStorage})
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	var keys, sample []string
+	for _, vpc := range names {
+		k := writeKeys(t, kv, vpc, 600)
+		keys = append(keys, k...)
+		sample = append(sample, k[0])
+	}
+	requests := directGetRequests(t, s)
+	stop1, stop2 := overwrite(t, kv, sample), overwrite(t, kv, sample)
+	stop := func() { stop1(); stop2() }
+	log := newRevisionLog()
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs(names...), []kvwatch.AnyBinding{log.binding(), kvwatch.Bind(&vpcKind, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	// Keep writing until every sampled key changed after the read.
+	kvwatchtest.Eventually(t, 10*time.Second, "writes past the seam", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		for _, key := range sample {
+			if len(log.revs[key]) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	stop()
+	last, err := kv.Put(context.Background(), "vpc.a", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRevision(t, w, last)
+	if got := w.Stats().InitialState; got != "direct-get" {
+		t.Fatalf("InitialState = %q, want direct-get", got)
+	}
+	if n, _, _ := requests.Pending(); n < 3 {
+		t.Fatalf("%d read requests: the read was not split", n)
+	}
+	checkHistoriesDelivered(t, kv, log, sample)
 }
 
 // A stream that does not allow direct get is read by the consumer itself.
