@@ -69,8 +69,9 @@ func TestManySmallScopesReadInFewRequests(t *testing.T) {
 	if got, want := cacheState(routes, configs), bucketState(t, kv, names...); !slices.Equal(got, want) {
 		t.Fatalf("the cache has %d entries, want %d", len(got), len(want))
 	}
-	// 2,400 filters: one request that matches too many keys, the probe of
-	// one filter (one key), then chunks of 768 filters: 6 at most.
+	// 2,400 filters: one request that matches too many keys, a probe of
+	// one (empty) config filter, one of two filters holding a key, then
+	// chunks of 1,024 filters (512 keys): 6 at most.
 	if n, _, _ := requests.Pending(); n > 6 {
 		t.Errorf("%d read requests for 1,200 scopes of one key, want 6 at most", n)
 	}

@@ -150,7 +150,9 @@ func (d *directGetter) send(req multiLastRequest) (*pendingRead, error) {
 }
 
 // nextReply returns the next reply to p, keeping replies to other
-// requests for later.
+// requests for later. A "no responders" status is an error of NextMsg
+// whichever request it answers; it is then reported for p, which is no
+// worse: nobody serves direct gets on the stream for any request.
 func (d *directGetter) nextReply(p *pendingRead) (*nats.Msg, error) {
 	if kept := d.early[p.reply]; len(kept) > 0 {
 		d.early[p.reply] = kept[1:]

@@ -104,8 +104,11 @@ func (p *readPlan) next() (multiLastRequest, bool) {
 // answered records that req was answered with keys keys in all (those
 // sent and those a byte limit left for later).
 func (p *readPlan) answered(req multiLastRequest, keys int) {
-	if req.Seq != 0 {
-		return // a continuation: its request was measured when answered first
+	if req.UpToSeq != 0 {
+		// Pinned: a continuation (its request was measured when answered
+		// first) or a chunk of listed keys (a key per subject, which says
+		// nothing of the filters still to cut, and must not end a probe).
+		return
 	}
 	p.probing = false
 	if keys > 0 || p.seen > 0 {
@@ -129,13 +132,13 @@ func (p *readPlan) density() float64 {
 // refused records that req matched more than 1,024 keys: the density is
 // at least that over its filters, which go back to be requested again. It
 // reports false when req has a single filter: the caller lists its keys
-// instead.
+// instead (the density still counts: its neighbours are likely as dense).
 func (p *readPlan) refused(req multiLastRequest) bool {
 	p.probing = false
+	p.record(float64(maxMultiLastSubjects+1) / float64(len(req.MultiLast)))
 	if len(req.MultiLast) < 2 {
 		return false
 	}
-	p.record(float64(maxMultiLastSubjects+1) / float64(len(req.MultiLast)))
 	p.rest = append(req.MultiLast[:len(req.MultiLast):len(req.MultiLast)], p.rest...)
 	return true
 }

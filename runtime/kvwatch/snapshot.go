@@ -135,8 +135,6 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 	if err != nil {
 		return snapshotResult{}, err
 	}
-	// Filters whose requests matched nothing are not marked: they held no
-	// key, so the tail has nothing of theirs to skip.
 	res.upTo = before
 	if oldest, ok := res.marks.oldest(); ok {
 		res.upTo = oldest
@@ -179,6 +177,14 @@ func (w *Watcher) readRequests(ctx context.Context, dg *directGetter, stream jet
 		end, err := dg.receive(p, w.deliverSnapshotMsg)
 		switch {
 		case errors.Is(err, errNoResults):
+			if p.req.UpToSeq == 0 {
+				// No key matched as of the answer, which says no revision:
+				// mark the filters read as of before (nothing matched then
+				// either). Left unmarked, a key created after this answer
+				// but before the oldest marked one would be neither read
+				// nor tailed.
+				res.marks.mark(p.req.MultiLast, plan.upTo)
+			}
 			plan.answered(p.req, 0)
 		case errors.Is(err, errTooManyResults):
 			if !plan.refused(p.req) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -159,6 +160,59 @@ func TestSeamOfAReadInSeveralRequests(t *testing.T) {
 		t.Fatalf("%d read requests: the read was not split", n)
 	}
 	checkHistoriesDelivered(t, kv, log, sample)
+}
+
+// A request that matched nothing (404) says no revision. A key created in
+// its scope after that answer, before the first answer holding keys, has
+// a revision the tail must not skip: here a second client creates one as
+// soon as it sees the first "no results" answer, and the watcher ends up
+// with it, after the initial read or from the tail.
+func TestKeyCreatedInAnEmptyScopeDuringTheRead(t *testing.T) {
+	for attempt := range 3 { // the put must land inside the read: retry if it came too late
+		s := kvwatchtest.Server(t)
+		observer, js := kvwatchtest.Connect(t, s)
+		kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Storage: jetstream.MemoryStorage})
+		// Empty scopes sort first: the probes answer 404.
+		names := []string{"e0", "e1", "e2", "e3", "v0", "v1", "v2", "v3"}
+		for _, vpc := range names[4:] {
+			writeKeys(t, kv, vpc, 600)
+		}
+		var created atomic.Uint64
+		sub, err := observer.Subscribe("_INBOX.>", func(msg *nats.Msg) {
+			if msg.Header.Get("Status") == "404" && created.Load() == 0 {
+				created.Store(1) // once
+				rev, err := kv.Put(context.Background(), "vpc.e0.route.late", []byte(`{"cidr":"late"}`))
+				if err == nil {
+					created.Store(rev)
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := observer.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		r := newRecorder()
+		w, routes, _ := startCached(t, js, vpcs(names...), r)
+		waitSynced(t, w)
+		kvwatchtest.Eventually(t, 5*time.Second, "the late key written", func() bool { return created.Load() > 1 })
+		sub.Unsubscribe()
+		synced := w.Stats().LastRevision
+		last, err := kv.Put(context.Background(), "vpc.v0", []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRevision(t, w, last)
+		if _, ok := routes.Cache().Get(routeKey{VPC: "e0", RouteID: "late"}); !ok {
+			t.Fatalf("vpc.e0.route.late (revision %d, written after a 404 answer) never delivered", created.Load())
+		}
+		if created.Load() <= synced {
+			return // written during the read, and delivered
+		}
+		t.Logf("attempt %d: the late key came after the sync; again", attempt)
+	}
+	t.Skip("the late key never landed inside the read")
 }
 
 // A stream that does not allow direct get is read by the consumer itself.
