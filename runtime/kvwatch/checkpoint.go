@@ -141,7 +141,7 @@ func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
 	if why := w.deltaUnprovable(r, info); why != "" {
 		w.setResumePath("relist", why)
 		for _, b := range w.bindings {
-			b.beginRelist()
+			b.beginRelist(nil)
 		}
 		return w.initialState(ctx)
 	}

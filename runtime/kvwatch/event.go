@@ -57,11 +57,12 @@ type Event[K comparable, V any] struct {
 	// Initial is set for events that bring the watcher to its synced
 	// state; live changes after sync have it unset.
 	Initial bool
-	// FinalStateUnknown is set on an OpDelete for a key a resumed watcher
-	// had in its checkpoint but that no longer exists, when the stream
-	// can no longer say how it went (Kubernetes' DeletedFinalStateUnknown):
-	// Prev is the last value the watcher knew, Revision the one it
-	// synced at.
+	// FinalStateUnknown is set on an OpDelete for a key the watcher held
+	// (a resumed watcher's checkpoint, or what a read that failed and was
+	// retried had delivered) but that the read no longer finds, when the
+	// stream can no longer say how it went (Kubernetes'
+	// DeletedFinalStateUnknown): Prev is the last value the watcher knew,
+	// Revision the one it synced at.
 	FinalStateUnknown bool
 	// LeftScope is set on an OpDelete that SetScopes delivered for a key
 	// outside the watcher's new scopes: the key still exists in the bucket,

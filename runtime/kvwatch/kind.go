@@ -74,7 +74,7 @@ type AnyBinding interface {
 	entriesLocked() any
 	cloneEntries(entries any) any
 	lenLocked() int
-	beginRelist()
+	beginRelist(match func(raw string) bool)
 	cancelRelist()
 	endRelist(w *Watcher, revision uint64)
 	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
@@ -266,11 +266,14 @@ func (b *Binding[K, V]) cloneEntries(entries any) any {
 // lenLocked returns the cache size; the caller holds the state lock.
 func (b *Binding[K, V]) lenLocked() int { return len(b.cache.items) }
 
-// beginRelist marks every cached key unseen.
-func (b *Binding[K, V]) beginRelist() {
+// beginRelist marks the cached keys that match unseen (every key when
+// match is nil).
+func (b *Binding[K, V]) beginRelist(match func(raw string) bool) {
 	b.unseen = make(map[K]struct{}, len(b.cache.items))
-	for k := range b.cache.items {
-		b.unseen[k] = struct{}{}
+	for k, item := range b.cache.items {
+		if match == nil || match(item.key) {
+			b.unseen[k] = struct{}{}
+		}
 	}
 }
 

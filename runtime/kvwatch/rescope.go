@@ -28,6 +28,18 @@ type rescopeRequest struct {
 	rev      uint64   // the revision the switch happened at
 }
 
+// added returns the filters of req that its old filters do not cover:
+// the scopes to read. Valid once switched.
+func (r *rescopeRequest) added() []string {
+	var added []string
+	for _, f := range r.filters {
+		if !filtersCover(r.old, []string{f}) {
+			added = append(added, f)
+		}
+	}
+	return added
+}
+
 // finish reports the outcome to the SetScopes call; only the first
 // outcome counts.
 func (r *rescopeRequest) finish(err error) {
@@ -71,7 +83,9 @@ func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 // It returns once the added scopes are synced (the consumer has caught up
 // with the stream as it was when they were read), or with ctx's error (the
 // change then still completes in the background). Transient failures are
-// retried like the watch's. Values are checked first (*ScopeError).
+// retried like the watch's: keys an attempt delivered that the next
+// attempt's read no longer finds are delivered as deletes with
+// FinalStateUnknown set. Values are checked first (*ScopeError).
 // Setting the current scopes again does nothing; empty scopes leave the
 // watcher with no consumer. Do not call it from a handler.
 func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
@@ -162,12 +176,7 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 		w.switchScopes(req)
 	}
 	old, rev := req.old, req.rev
-	var added []string
-	for _, f := range req.filters {
-		if !filtersCover(old, []string{f}) {
-			added = append(added, f)
-		}
-	}
+	added := req.added()
 	if len(added) == 0 {
 		return snapshotResult{upTo: rev, catchUp: rev}, nil
 	}

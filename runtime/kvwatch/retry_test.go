@@ -3,6 +3,7 @@ package kvwatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -24,8 +25,12 @@ import (
 type faultyJS struct {
 	jetstream.JetStream
 	failNextConsumer atomic.Bool
-	mu               sync.Mutex
-	lastIterator     jetstream.MessagesContext
+	failNextInfo     atomic.Bool
+	// beforeInfoFailure runs on the watcher's goroutine just before an
+	// injected stream info failure.
+	beforeInfoFailure func()
+	mu                sync.Mutex
+	lastIterator      jetstream.MessagesContext
 }
 
 func (f *faultyJS) OrderedConsumer(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
@@ -172,5 +177,78 @@ func TestSetScopesAfterCancelledCalls(t *testing.T) {
 	defer cancel2()
 	if err := w.SetScopes(ctx, vpcs("b")); err != nil {
 		t.Fatalf("SetScopes after calls with an ended context: %v", err)
+	}
+}
+
+// Stream returns the stream with an Info that fails when failNextInfo is
+// set, after running beforeInfoFailure.
+func (f *faultyJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	s, err := f.JetStream.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return faultyStream{s, f}, nil
+}
+
+// faultyStream is a stream whose Info can be made to fail once.
+type faultyStream struct {
+	jetstream.Stream
+	js *faultyJS
+}
+
+func (s faultyStream) Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	if s.js.failNextInfo.CompareAndSwap(true, false) {
+		if s.js.beforeInfoFailure != nil {
+			s.js.beforeInfoFailure()
+		}
+		return nil, errors.New("injected: stream info failed")
+	}
+	return s.Stream.Info(ctx, opts...)
+}
+
+// A SetScopes read that fails after delivering the added scopes' keys is
+// retried; a key deleted in between is gone from the bucket when the
+// retry reads, so the retry must take it out of the cache (a delete with
+// its final state unknown), as a retried initial read does. From no
+// scopes, the consumer starts after the read and never replays the delete.
+func TestSetScopesRetryForgetsKeysDeletedMeanwhile(t *testing.T) {
+	for _, from := range [][]string{nil, {"a"}} {
+		t.Run(fmt.Sprintf("from %v", from), func(t *testing.T) {
+			js, kv := setup(t)
+			writeKeys(t, kv, "a", 10)
+			// More than one answer, none above 1,024 keys: the read
+			// delivers them, then asks the stream's last revision (and
+			// fails there).
+			writeKeys(t, kv, "b", 600)
+			writeKeys(t, kv, "c", 600)
+			faulty := &faultyJS{JetStream: js}
+			r := newRecorder()
+			w, routes, configs := startCached(t, faulty, vpcs(from...), r)
+			faulty.beforeInfoFailure = func() {
+				if err := kv.Delete(context.Background(), "vpc.b.route.r0"); err != nil {
+					t.Error(err)
+				}
+			}
+			faulty.failNextInfo.Store(true)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			to := append(slices.Clone(from), "b", "c")
+			if err := w.SetScopes(ctx, vpcs(to...)); err != nil {
+				t.Fatal(err)
+			}
+			if faulty.failNextInfo.Load() {
+				t.Fatal("no stream info failed: the retry was not exercised")
+			}
+			events, _ := r.snapshot()
+			if !hasKey(events, "vpc.b.route.r0", kvwatch.OpPut) {
+				t.Fatal("vpc.b.route.r0 was not delivered before the failure")
+			}
+			if got, want := cacheState(routes, configs), bucketState(t, kv, to...); !slices.Equal(got, want) {
+				t.Fatalf("cache has %d entries, the bucket %d", len(got), len(want))
+			}
+			if !hasKey(events, "vpc.b.route.r0", kvwatch.OpDelete) {
+				t.Error("no delete event for vpc.b.route.r0")
+			}
+		})
 	}
 }

@@ -45,7 +45,7 @@ func (w *Watcher) watch() error {
 				// not find are deleted at sync (as a resumed watcher's
 				// re-list does).
 				for _, b := range w.bindings {
-					b.beginRelist()
+					b.beginRelist(nil)
 				}
 			}
 			var err error
@@ -95,6 +95,9 @@ func (w *Watcher) watch() error {
 			}
 			caughtUp = func() {
 				w.dedupe = nil
+				for _, b := range w.bindings {
+					b.endRelist(w, w.revision()) // a no-op unless a read was retried
+				}
 				w.setRescoping(false)
 				req.finish(nil)
 			}
@@ -126,6 +129,16 @@ func (w *Watcher) watch() error {
 // error, or nil when the context ended.
 func (w *Watcher) rescopeWithRetries(req *rescopeRequest, oldCons jetstream.Consumer) (snap snapshotResult, stop bool, err error) {
 	for attempt := 0; ; attempt++ {
+		if req.switched {
+			// A retry: entries the failed attempt delivered may be gone
+			// by now. The read that follows confirms the added scopes'
+			// keys; those it does not find are deleted when the scopes
+			// are caught up (as a retried initial read does).
+			added := w.keyMatcher(req.added())
+			for _, b := range w.bindings {
+				b.beginRelist(added.matches)
+			}
+		}
 		snap, err = w.applyRescope(req, oldCons)
 		oldCons = nil // deleted by the first attempt
 		if err == nil {
