@@ -49,9 +49,10 @@ type readPlan struct {
 	// again holds requests formed already: continuations of answers cut
 	// short, chunks of listed keys.
 	again []multiLastRequest
-	// recent holds the keys per filter of the last answers (and
-	// refusals), recent[seen%len] the newest; the densest sizes the next
-	// request. Nothing is recorded before an answer holds a key.
+	// recent holds the keys per filter of the last answers and refusals,
+	// written round-robin (seen counts them); the densest sizes the next
+	// request. Nothing is recorded before an answer holds a key or a
+	// request is refused: until then, probes.
 	recent [4]float64
 	seen   int
 	// probing is set while a probe is unanswered: nothing more is taken
