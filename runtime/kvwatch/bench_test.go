@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Microbenchmarks of the hot paths, with allocation counts:
@@ -102,6 +104,35 @@ func BenchmarkDecodeOnly(b *testing.B) {
 		var v benchValue
 		if err := json.Unmarshal(value, &v); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDirectEntry is the per-reply work of a read by direct get before
+// the entry is applied: the status check and the headers the entry is
+// made from (headers as nats.go decodes them).
+func BenchmarkDirectEntry(b *testing.B) {
+	w := &Watcher{cfg: defaultConfig(), subjectPrefix: "$KV.network."}
+	msg := &nats.Msg{
+		Subject: "_INBOX.x.1",
+		Header: nats.Header{
+			"Nats-Stream":        {"KV_network"},
+			"Nats-Subject":       {"$KV.network.vpc.blue.route.r123"},
+			"Nats-Sequence":      {"123456"},
+			"Nats-Time-Stamp":    {"2026-11-30T09:13:52.650123456Z"},
+			"Nats-Num-Pending":   {"512"},
+			"Nats-Last-Sequence": {"123455"},
+		},
+		Data: []byte(`{}`),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if msg.Header.Get("Status") != "" || msg.Header.Get("Description") != "" {
+			b.Fatal("status")
+		}
+		w.stats.pending.Store(headerUint(msg, "Nats-Num-Pending"))
+		if _, ok := w.directEntry(msg); !ok {
+			b.Fatal("not in the bucket")
 		}
 	}
 }
