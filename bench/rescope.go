@@ -53,7 +53,7 @@ func runRescope(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	if _, err := drainInitial(ctx, old); err != nil {
+	if _, err := drainInitial(ctx, old, nil); err != nil {
 		return err
 	}
 	start = time.Now()
@@ -63,7 +63,7 @@ func runRescope(ctx context.Context, b *bench) error {
 		return err
 	}
 	defer fresh.Stop()
-	entries, err := drainInitial(ctx, fresh)
+	entries, err := drainInitial(ctx, fresh, nil)
 	if err != nil {
 		return err
 	}
