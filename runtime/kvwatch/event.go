@@ -62,7 +62,7 @@ type Event[K comparable, V any] struct {
 	// retried had delivered) but that the read no longer finds, when the
 	// stream can no longer say how it went (Kubernetes'
 	// DeletedFinalStateUnknown): Prev is the last value the watcher knew,
-	// Revision the one it synced at.
+	// Revision the watcher's revision when the read was caught up.
 	FinalStateUnknown bool
 	// LeftScope is set on an OpDelete that SetScopes delivered for a key
 	// outside the watcher's new scopes: the key still exists in the bucket,

@@ -43,8 +43,9 @@ type Binding[K comparable, V any] struct {
 	handler func(Event[K, V])
 	cache   *Cache[K, V]
 	stats   kindCounters
-	// unseen holds, while a resumed watcher re-lists, the restored keys
-	// no entry has confirmed yet; those left at sync are gone.
+	// unseen holds, during a re-list (a resumed watcher's, or a read
+	// retried after it had delivered entries), the cached keys no entry
+	// has confirmed yet; those left when the read is caught up are gone.
 	unseen map[K]struct{}
 	// scratch is reused by prepare: the event goroutine prepares and
 	// commits one entry at a time, so one suffices (and spares an
@@ -160,7 +161,7 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 	b, e := p.b, &p.e
 	if p.err != nil {
 		if w.dedupe.covers(e) {
-			w.commitRevision(e) // replayed after SetScopes: reported already
+			w.commitRevision(e) // replayed after a read: reported already
 			return
 		}
 		w.state.mu.Lock()
@@ -182,8 +183,9 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		old = item.Item
 	}
 	if w.dedupe.covers(e) && (!had || old.Revision >= e.revision) {
-		// Replayed after SetScopes: the read of the added scope already
-		// holds this revision or a newer one (or the key's deletion).
+		// Replayed after a read (initial, or of scopes SetScopes added)
+		// that already holds this revision or a newer one (or the key's
+		// deletion).
 		w.commitRevisionLocked(e)
 		w.state.mu.Unlock()
 		return
@@ -281,8 +283,9 @@ func (b *Binding[K, V]) beginRelist(match func(raw string) bool) {
 func (b *Binding[K, V]) cancelRelist() { b.unseen = nil }
 
 // endRelist delivers a delete, with its final state unknown, for every
-// restored key the re-list did not find: it vanished while the watcher was
-// away, and the stream no longer says how.
+// key the re-list did not find: it vanished while the watcher was away
+// (or between a failed read and its retry), and the stream no longer says
+// how.
 func (b *Binding[K, V]) endRelist(w *Watcher, revision uint64) {
 	if b.unseen == nil {
 		return

@@ -83,9 +83,10 @@ func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 // It returns once the added scopes are synced (the consumer has caught up
 // with the stream as it was when they were read), or with ctx's error (the
 // change then still completes in the background). Transient failures are
-// retried like the watch's: keys an attempt delivered that the next
-// attempt's read no longer finds are delivered as deletes with
-// FinalStateUnknown set. Values are checked first (*ScopeError).
+// retried like the watch's: a key an attempt delivered that is gone when
+// the next attempt reads is delivered as a delete (its own, replayed by
+// the consumer, or one with FinalStateUnknown set when the stream no
+// longer holds it). Values are checked first (*ScopeError).
 // Setting the current scopes again does nothing; empty scopes leave the
 // watcher with no consumer. Do not call it from a handler.
 func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {

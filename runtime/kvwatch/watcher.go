@@ -58,7 +58,7 @@ type Watcher struct {
 	setMu       sync.Mutex           // serializes SetScopes calls
 	lastRescope *rescopeRequest      // the latest SetScopes request (setMu)
 	rescope     chan *rescopeRequest // SetScopes requests for the event goroutine
-	dedupe      *dedupeWindow        // event goroutine only: see applyRescope
+	dedupe      *dedupeWindow        // event goroutine only: see initialState and applyRescope
 	// errAtStart is the connection's last error when the watcher started:
 	// an older permissions violation is not this watcher's.
 	errAtStart string
