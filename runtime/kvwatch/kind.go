@@ -76,6 +76,8 @@ type AnyBinding interface {
 	cloneEntries(entries any) any
 	lenLocked() int
 	beginRelist(match func(raw string) bool)
+	unseenKeys() []string
+	confirm(raw string)
 	cancelRelist()
 	endRelist(w *Watcher, revision uint64)
 	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
@@ -276,6 +278,24 @@ func (b *Binding[K, V]) beginRelist(match func(raw string) bool) {
 		if match == nil || match(item.key) {
 			b.unseen[k] = struct{}{}
 		}
+	}
+}
+
+// unseenKeys returns the raw keys a re-list has not confirmed yet.
+func (b *Binding[K, V]) unseenKeys() []string {
+	var raw []string
+	for k := range b.unseen {
+		if item, ok := b.cache.items[k]; ok {
+			raw = append(raw, item.key)
+		}
+	}
+	return raw
+}
+
+// confirm takes the raw key out of the unseen ones: it still exists.
+func (b *Binding[K, V]) confirm(raw string) {
+	if k, err := b.kind.ParseKey(raw); err == nil {
+		delete(b.unseen, k)
 	}
 }
 

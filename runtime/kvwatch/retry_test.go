@@ -29,13 +29,20 @@ type faultyJS struct {
 	// beforeInfoFailure runs on the watcher's goroutine just before an
 	// injected stream info failure.
 	beforeInfoFailure func()
-	mu                sync.Mutex
-	lastIterator      jetstream.MessagesContext
+	// beforeConsumer, when set, runs once, just before the next consumer
+	// is created.
+	beforeConsumer func()
+	mu             sync.Mutex
+	lastIterator   jetstream.MessagesContext
 }
 
 func (f *faultyJS) OrderedConsumer(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
 	if f.failNextConsumer.CompareAndSwap(true, false) {
 		return nil, errors.New("injected: consumer creation failed")
+	}
+	if hook := f.beforeConsumer; hook != nil {
+		f.beforeConsumer = nil
+		hook()
 	}
 	c, err := f.JetStream.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
@@ -259,5 +266,56 @@ func TestSetScopesRetryForgetsKeysDeletedMeanwhile(t *testing.T) {
 				t.Errorf("%d delete events for vpc.b.route.r0, want 1", deletes)
 			}
 		})
+	}
+}
+
+// A resumed watcher that re-lists on a stream without direct get has the
+// consumer deliver the state. A restored key overwritten just before the
+// consumer starts loses the entry that would have confirmed it (history 1
+// keeps one); its newer entry comes after sync. The key is not gone: no
+// delete is delivered, only the update.
+func TestConsumerRelistKeepsKeysOverwrittenMeanwhile(t *testing.T) {
+	js, kv := setup(t)
+	writeKeys(t, kv, "a", 3)
+	cp := checkpointOf(t, js, vpcs("a"))
+	writeKeys(t, kv, "b", 3)
+	disableDirectGet(t, js)
+	kv, err := js.KeyValue(context.Background(), "network") // a handle that no longer reads by direct get
+	if err != nil {
+		t.Fatal(err)
+	}
+	var overwritten atomic.Uint64
+	faulty := &faultyJS{JetStream: js, beforeConsumer: func() {
+		overwritten.Store(put(t, kv, "vpc.a.route.r1", route{CIDR: "v2"}))
+	}}
+	var mu sync.Mutex
+	var got []string
+	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%s %s unknown=%v", ev.Op, ev.Key, ev.FinalStateUnknown))
+	})
+	// Scopes a and b: the checkpoint (a) does not cover them, so the
+	// watcher re-lists.
+	w, err := kvwatch.Start(context.Background(), faulty, &network, vpcs("a", "b"),
+		[]kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)}, kvwatch.Resume(cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	if s := w.Stats(); s.Resume != "relist" || s.InitialState != "consumer" {
+		t.Fatalf("Resume = %q, InitialState = %q; want relist by the consumer", s.Resume, s.InitialState)
+	}
+	kvwatchtest.Eventually(t, 5*time.Second, "the overwrite applied", func() bool {
+		return overwritten.Load() != 0 && w.Stats().LastRevision >= overwritten.Load()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(got, "delete vpc.a.route.r1 unknown=true") {
+		t.Errorf("the overwritten key was reported gone: %v", got)
+	}
+	if v, ok := routes.Cache().Get(routeKey{VPC: "a", RouteID: "r1"}); !ok || v.CIDR != "v2" {
+		t.Errorf("cache holds %+v (%v), want the overwrite", v, ok)
 	}
 }

@@ -89,6 +89,9 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 	reach := func() {
 		if !reached {
 			reached = true
+			if snap.viaConsumer {
+				w.confirmUnseen()
+			}
 			caughtUp()
 		}
 	}
@@ -139,6 +142,37 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		w.deliver(e)
 		if !reached && tracker.delivered(rev, meta.pending) {
 			reach()
+		}
+	}
+}
+
+// confirmUnseen asks the stream whether each key a re-list has not
+// confirmed still exists, when the consumer delivered the state itself. A
+// key overwritten while it delivered lost the entry that would have
+// confirmed it (history 1 keeps one), and its newer entry comes after the
+// catch-up point: it is not gone, and must not be delivered as a delete.
+// One request per unconfirmed key (normally only the keys that are gone);
+// a key the request cannot settle stays unconfirmed.
+func (w *Watcher) confirmUnseen() {
+	var stream jetstream.Stream
+	for _, b := range w.bindings {
+		for _, raw := range b.unseenKeys() {
+			if stream == nil {
+				s, err := w.js.Stream(w.ctx, w.stream)
+				if err != nil {
+					w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: confirming re-listed keys", slog.Any("error", err))
+					return
+				}
+				stream = s
+			}
+			msg, err := stream.GetLastMsgForSubject(w.ctx, w.subjectPrefix+raw)
+			switch {
+			case err == nil && opOf(msg.Header) == OpPut:
+				b.confirm(raw)
+			case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+				w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: confirming a re-listed key",
+					slog.String("key", raw), slog.Any("error", err))
+			}
 		}
 	}
 }
