@@ -32,9 +32,9 @@ func (d *dedupeWindow) covers(e *rawEntry) bool {
 	return false
 }
 
-// with returns a window covering d's entries and o's: a SetScopes read
-// during the catch-up of an earlier read adds to what the tail must skip,
-// the earlier read's keys still being replayed.
+// with returns a window covering d's entries and o's (see applyRescope:
+// the added scopes' read, and the old scopes up to the watcher's revision
+// when the consumer must start before it).
 func (d *dedupeWindow) with(o *dedupeWindow) *dedupeWindow {
 	switch {
 	case d == nil:

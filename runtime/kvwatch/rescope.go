@@ -203,7 +203,7 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 		// request was answered at (S, the oldest of them, when the read
 		// took several); go on from S+1, skipping what the read holds.
 		w.setRevision(snap.upTo)
-		w.dedupe = w.dedupe.with(snap.marks.window(w, nil, 0))
+		w.dedupe = snap.marks.window(w, nil, 0)
 		return snap, nil
 	}
 	// The old scopes may have changes after R: the consumer starts at
@@ -217,7 +217,7 @@ func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) 
 	if start < rev && len(old) > 0 {
 		win = win.with(&dedupeWindow{groups: []dedupeGroup{{keys: w.keyMatcher(old), upTo: rev}}, upTo: rev})
 	}
-	w.dedupe = w.dedupe.with(win)
+	w.dedupe = win
 	return snapshotResult{upTo: start, catchUp: max(snap.catchUp, snap.upTo, rev), path: snap.path}, nil
 }
 

@@ -63,7 +63,12 @@ func (w *Watcher) watch() error {
 		w.statePath = snap.path
 		w.mu.Unlock()
 	}
-	caughtUp := w.markSynced // what to do when the tail has caught up
+	// What to do when the tail has caught up: every revision the read's
+	// dedupe window covers is behind it.
+	caughtUp := func() {
+		w.dedupe = nil
+		w.markSynced()
+	}
 	// A SetScopes call whose scopes are not caught up yet learns if the
 	// watch ends first.
 	var waiting *rescopeRequest
