@@ -3,7 +3,10 @@ package kvwatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // watcherPermissions are exactly the permissions a watcher of bucket
@@ -78,5 +82,75 @@ func TestLeastPrivilege(t *testing.T) {
 	err = w2.WaitSynced(ctx)
 	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "README") || !strings.Contains(err.Error(), "DIRECT.GET") {
 		t.Fatalf("WaitSynced without direct get rights = %v, want a permissions violation naming the subject and pointing at the README", err)
+	}
+}
+
+// On a stream without direct get, a re-list the consumer delivered asks
+// the stream whether the keys it did not deliver still exist
+// ($JS.API.STREAM.MSG.GET, listed in the README for that case only). A
+// user without that permission still syncs after one request timeout,
+// not one per key, and the keys deleted while the watcher was away are
+// reported gone.
+func TestRelistConfirmationWithoutPermission(t *testing.T) {
+	s := kvwatchtest.ServerWith(t, &server.Options{Users: []*server.User{
+		{Username: "admin", Password: "admin"},
+		{Username: "watcher", Password: "watcher", Permissions: watcherPermissions()},
+	}})
+	_, admin := kvwatchtest.Connect(t, s, nats.UserInfo("admin", "admin"))
+	kv := kvwatchtest.Bucket(t, admin, "network")
+	for i := range 5 {
+		put(t, kv, fmt.Sprintf("vpc.a.route.r%d", i), route{CIDR: "v1"})
+	}
+	cp := checkpointOf(t, admin, vpcs("a"))
+	// Four keys removed without a trace (no delete marker): only a look
+	// at the stream can tell they are gone.
+	stream, err := admin.Stream(context.Background(), "KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := stream.Purge(context.Background(), jetstream.WithPurgeSubject(fmt.Sprintf("$KV.network.vpc.a.route.r%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disableDirectGet(t, admin)
+
+	_, js := kvwatchtest.Connect(t, s, nats.UserInfo("watcher", "watcher"))
+	var mu sync.Mutex
+	var got []string
+	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%s %s unknown=%v", ev.Op, ev.Key, ev.FinalStateUnknown))
+	})
+	start := time.Now()
+	// Scopes a and b: the checkpoint (a) does not cover them, so the
+	// watcher re-lists.
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a", "b"), []kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)},
+		kvwatch.Resume(cp), kvwatch.WithRequestTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitSynced(t, w)
+	took := time.Since(start)
+	if st := w.Stats(); st.Resume != "relist" || st.InitialState != "consumer" {
+		t.Fatalf("Resume = %q, InitialState = %q; want relist by the consumer", st.Resume, st.InitialState)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 4 {
+		if want := fmt.Sprintf("delete vpc.a.route.r%d unknown=true", i); !slices.Contains(got, want) {
+			t.Errorf("missing %q in %v", want, got)
+		}
+	}
+	// Four keys to confirm, one refused request of 300 ms: well under the
+	// four a request each would take (tripled under the race detector).
+	bound := 4 * 300 * time.Millisecond
+	if raceDetector {
+		bound *= 3
+	}
+	if took >= bound {
+		t.Errorf("synced after %v: a timeout per key?", took)
 	}
 }

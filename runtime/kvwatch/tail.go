@@ -151,30 +151,47 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 // key overwritten while it delivered lost the entry that would have
 // confirmed it (history 1 keeps one), and its newer entry comes after the
 // catch-up point: it is not gone, and must not be delivered as a delete.
-// One request per unconfirmed key (normally only the keys that are gone);
-// a key the request cannot settle stays unconfirmed.
+// One request per unconfirmed key (normally only the keys that are gone),
+// each bounded by the request timeout. After a failed request (a refused
+// permission shows as a timeout) the rest stay unconfirmed: they are
+// reported gone, as without this check.
 func (w *Watcher) confirmUnseen() {
 	var stream jetstream.Stream
 	for _, b := range w.bindings {
 		for _, raw := range b.unseenKeys() {
-			if stream == nil {
-				s, err := w.js.Stream(w.ctx, w.stream)
-				if err != nil {
-					w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: confirming re-listed keys", slog.Any("error", err))
-					return
-				}
-				stream = s
-			}
-			msg, err := stream.GetLastMsgForSubject(w.ctx, w.subjectPrefix+raw)
-			switch {
-			case err == nil && opOf(msg.Header) == OpPut:
-				b.confirm(raw)
-			case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
-				w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: confirming a re-listed key",
+			exists, err := w.lastIsPut(&stream, raw)
+			if err != nil {
+				w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: cannot confirm re-listed keys: they are reported gone",
 					slog.String("key", raw), slog.Any("error", err))
+				return
+			}
+			if exists {
+				b.confirm(raw)
 			}
 		}
 	}
+}
+
+// lastIsPut reports whether the newest entry of raw is a put, getting the
+// stream handle into *stream the first time.
+func (w *Watcher) lastIsPut(stream *jetstream.Stream, raw string) (bool, error) {
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
+	defer cancel()
+	if *stream == nil {
+		s, err := w.js.Stream(ctx, w.stream)
+		if err != nil {
+			return false, err
+		}
+		*stream = s
+	}
+	msg, err := (*stream).GetLastMsgForSubject(ctx, w.subjectPrefix+raw)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return opOf(msg.Header) == OpPut, nil
 }
 
 // deleteConsumer removes the watcher's consumer from the server so that it
