@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -260,4 +261,21 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// routeOpLog returns a route binding that logs each event as "op key
+// unknown=FinalStateUnknown", and a function returning the log so far.
+func routeOpLog() (*kvwatch.Binding[routeKey, route], func() []string) {
+	var mu sync.Mutex
+	var log []string
+	b := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, fmt.Sprintf("%s %s unknown=%v", ev.Op, ev.Key, ev.FinalStateUnknown))
+	})
+	return b, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(log)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -116,13 +115,7 @@ func TestRelistConfirmationWithoutPermission(t *testing.T) {
 	disableDirectGet(t, admin)
 
 	_, js := kvwatchtest.Connect(t, s, nats.UserInfo("watcher", "watcher"))
-	var mu sync.Mutex
-	var got []string
-	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, fmt.Sprintf("%s %s unknown=%v", ev.Op, ev.Key, ev.FinalStateUnknown))
-	})
+	routes, events := routeOpLog()
 	start := time.Now()
 	// Scopes a and b: the checkpoint (a) does not cover them, so the
 	// watcher re-lists.
@@ -137,8 +130,7 @@ func TestRelistConfirmationWithoutPermission(t *testing.T) {
 	if st := w.Stats(); st.Resume != "relist" || st.InitialState != "consumer" {
 		t.Fatalf("Resume = %q, InitialState = %q; want relist by the consumer", st.Resume, st.InitialState)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := events()
 	for i := range 4 {
 		if want := fmt.Sprintf("delete vpc.a.route.r%d unknown=true", i); !slices.Contains(got, want) {
 			t.Errorf("missing %q in %v", want, got)

@@ -288,13 +288,7 @@ func TestConsumerRelistKeepsKeysOverwrittenMeanwhile(t *testing.T) {
 	faulty := &faultyJS{JetStream: js, beforeConsumer: func() {
 		overwritten.Store(put(t, kv, "vpc.a.route.r1", route{CIDR: "v2"}))
 	}}
-	var mu sync.Mutex
-	var got []string
-	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, fmt.Sprintf("%s %s unknown=%v", ev.Op, ev.Key, ev.FinalStateUnknown))
-	})
+	routes, events := routeOpLog()
 	// Scopes a and b: the checkpoint (a) does not cover them, so the
 	// watcher re-lists.
 	w, err := kvwatch.Start(context.Background(), faulty, &network, vpcs("a", "b"),
@@ -310,9 +304,7 @@ func TestConsumerRelistKeepsKeysOverwrittenMeanwhile(t *testing.T) {
 	kvwatchtest.Eventually(t, 5*time.Second, "the overwrite applied", func() bool {
 		return overwritten.Load() != 0 && w.Stats().LastRevision >= overwritten.Load()
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if slices.Contains(got, "delete vpc.a.route.r1 unknown=true") {
+	if got := events(); slices.Contains(got, "delete vpc.a.route.r1 unknown=true") {
 		t.Errorf("the overwritten key was reported gone: %v", got)
 	}
 	if v, ok := routes.Cache().Get(routeKey{VPC: "a", RouteID: "r1"}); !ok || v.CIDR != "v2" {
