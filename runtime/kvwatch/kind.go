@@ -76,8 +76,7 @@ type AnyBinding interface {
 	cloneEntries(entries any) any
 	lenLocked() int
 	beginRelist(match func(raw string) bool)
-	unseenKeys() []string
-	confirm(raw string)
+	confirmUnseen(exists func(raw string) (bool, error)) error
 	cancelRelist()
 	endRelist(w *Watcher, revision uint64)
 	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
@@ -281,22 +280,24 @@ func (b *Binding[K, V]) beginRelist(match func(raw string) bool) {
 	}
 }
 
-// unseenKeys returns the raw keys a re-list has not confirmed yet.
-func (b *Binding[K, V]) unseenKeys() []string {
-	var raw []string
+// confirmUnseen asks exists about each key a re-list has not confirmed
+// yet, by its raw key, and confirms those that still exist. It stops at
+// the first error.
+func (b *Binding[K, V]) confirmUnseen(exists func(raw string) (bool, error)) error {
 	for k := range b.unseen {
-		if item, ok := b.cache.items[k]; ok {
-			raw = append(raw, item.key)
+		item, ok := b.cache.items[k]
+		if !ok {
+			continue
+		}
+		found, err := exists(item.key)
+		if err != nil {
+			return err
+		}
+		if found {
+			delete(b.unseen, k)
 		}
 	}
-	return raw
-}
-
-// confirm takes the raw key out of the unseen ones: it still exists.
-func (b *Binding[K, V]) confirm(raw string) {
-	if k, err := b.kind.ParseKey(raw); err == nil {
-		delete(b.unseen, k)
-	}
+	return nil
 }
 
 // cancelRelist forgets the unseen marks: the cache is trusted as it is.

@@ -3,6 +3,7 @@ package kvwatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -156,42 +157,32 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 // permission shows as a timeout) the rest stay unconfirmed: they are
 // reported gone, as without this check.
 func (w *Watcher) confirmUnseen() {
-	var stream jetstream.Stream
-	for _, b := range w.bindings {
-		for _, raw := range b.unseenKeys() {
-			exists, err := w.lastIsPut(&stream, raw)
+	var stream jetstream.Stream // fetched for the first key to confirm
+	lastIsPut := func(raw string) (bool, error) {
+		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
+		defer cancel()
+		if stream == nil {
+			s, err := w.js.Stream(ctx, w.stream)
 			if err != nil {
-				w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: cannot confirm re-listed keys: they are reported gone",
-					slog.String("key", raw), slog.Any("error", err))
-				return
+				return false, err
 			}
-			if exists {
-				b.confirm(raw)
-			}
+			stream = s
+		}
+		msg, err := stream.GetLastMsgForSubject(ctx, w.subjectPrefix+raw)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("%s: %w", raw, err)
+		}
+		return opOf(msg.Header) == OpPut, nil
+	}
+	for _, b := range w.bindings {
+		if err := b.confirmUnseen(lastIsPut); err != nil {
+			w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: cannot confirm re-listed keys: they are reported gone", slog.Any("error", err))
+			return
 		}
 	}
-}
-
-// lastIsPut reports whether the newest entry of raw is a put, getting the
-// stream handle into *stream the first time.
-func (w *Watcher) lastIsPut(stream *jetstream.Stream, raw string) (bool, error) {
-	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
-	defer cancel()
-	if *stream == nil {
-		s, err := w.js.Stream(ctx, w.stream)
-		if err != nil {
-			return false, err
-		}
-		*stream = s
-	}
-	msg, err := (*stream).GetLastMsgForSubject(ctx, w.subjectPrefix+raw)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return opOf(msg.Header) == OpPut, nil
 }
 
 // deleteConsumer removes the watcher's consumer from the server so that it
