@@ -93,8 +93,8 @@ func TestGeneratedModule(t *testing.T) {
 	for _, c := range []struct {
 		name, min, max, want string
 	}{
-		{"runtime too old", "1", "0", "constant -1 overflows kvwatch.RuntimeTooOld_UpgradeModule"},
-		{"runtime too new", "2", "2", "constant -1 overflows kvwatch.GeneratedCodeTooOld_Regenerate"},
+		{"runtime too old", "1", "1", "constant -1 overflows kvwatch.RuntimeTooOld_UpgradeModule"},
+		{"runtime too new", "3", "3", "constant -1 overflows kvwatch.GeneratedCodeTooOld_Regenerate"},
 	} {
 		useModule(fakeRuntime(t, root, c.min, c.max))
 		out, err := goCmd("build", "./...")
@@ -132,9 +132,9 @@ func fakeRuntime(t *testing.T, root, min, max string) string {
 		t.Fatal(err)
 	}
 	text := strings.Replace(string(b), "MinVersion = 1", "MinVersion = "+min, 1)
-	text = strings.Replace(text, "MaxVersion = 1", "MaxVersion = "+max, 1)
-	if text == string(b) {
-		t.Fatal("version.go no longer declares MinVersion = 1 / MaxVersion = 1; update this test")
+	text = strings.Replace(text, "MaxVersion = 2", "MaxVersion = "+max, 1)
+	if !strings.Contains(text, "MinVersion = "+min) || !strings.Contains(text, "MaxVersion = "+max) {
+		t.Fatal("version.go no longer declares MinVersion = 1 / MaxVersion = 2; update this test")
 	}
 	writeFile(t, version, text)
 	return dir

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/cli"
@@ -15,7 +16,8 @@ var update = flag.Bool("update", false, "rewrite the golden files (golden/*/want
 // TestGolden runs the kvwatchgen command in-process over every
 // golden/<case>/kvwatch.yaml. A case with a want/ folder must generate
 // exactly the files in it (the want/ packages are compiled by go vet ./...
-// and go test ./...); a case with stderr.txt must fail with exit code 1 and
+// and go test ./...; their hand-written _test.go files are not output and
+// stay); a case with stderr.txt must fail with exit code 1 and
 // exactly that output. `go test -run Golden -update` rewrites both.
 func TestGolden(t *testing.T) {
 	cases, err := os.ReadDir("golden")
@@ -35,7 +37,7 @@ func TestGolden(t *testing.T) {
 			switch code {
 			case cli.ExitOK:
 				if *update {
-					os.RemoveAll(wantDir)
+					removeOutput(t, wantDir)
 					os.Remove(stderrFile)
 					copyDir(t, out, wantDir)
 				}
@@ -64,6 +66,23 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("exit code %d: %s", code, stderr.String())
 			}
 		})
+	}
+}
+
+// removeOutput removes the files of a want/ folder that are generator
+// output: all but its hand-written tests.
+func removeOutput(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), "_test.go") {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
@@ -102,6 +121,9 @@ func readDir(t *testing.T, dir string) map[string][]byte {
 	}
 	files := map[string][]byte{}
 	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), "_test.go") {
+			continue // hand-written tests of a want/ package
+		}
 		content, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)

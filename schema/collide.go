@@ -79,10 +79,11 @@ func (l *loader) reportCollisions() {
 func (l *loader) assignNames(s *Schema) {
 	pkg := l.namespace("the package")
 	for _, t := range s.Types {
-		t.Names = TypeNames{Clone: "kvwClone" + t.Name}
+		t.Names = TypeNames{Clone: "kvwClone" + t.Name, DecodeJSON: "kvwDecode" + t.Name}
 		what := fmt.Sprintf("type %s", t.Name)
 		pkg.add(t.Name, what, t.Pos)
 		pkg.add(t.Names.Clone, what, t.Pos)
+		pkg.add(t.Names.DecodeJSON, what, t.Pos)
 	}
 	assignImports(s)
 	defer l.reportCollisions()

@@ -17,7 +17,7 @@ import (
 // localNames are the identifiers generated code declares inside functions:
 // receivers, parameters and variables. b0, b1, ... are declared too (one
 // binding per kind; see IsLocalName).
-var localNames = []string{"_", "b", "cp", "ctx", "err", "h", "js", "k", "key", "kv", "opts", "out", "p", "s", "scopes", "v", "w"}
+var localNames = []string{"_", "b", "cp", "ctx", "err", "h", "i", "js", "k", "key", "kv", "opts", "out", "p", "r", "s", "scopes", "seen", "v", "w"}
 
 // ownImports are the packages generated code imports itself. An external
 // type of one of these paths keeps the package's name; no other package

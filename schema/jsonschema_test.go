@@ -21,6 +21,7 @@ var shapeVerdicts = map[string]string{
 	"initialisms": "valid", "int_scopes": "valid", "keywords_as_params": "valid", "literal_keys": "valid",
 	"multi_bucket": "valid", "nested_scopes": "valid", "nested_types": "valid", "no_scopes": "valid",
 	"typed_params": "valid", "yaml_anchors": "valid", "file_names": "valid", "import_names": "valid",
+	"json_values": "valid",
 
 	"bad_recovery": "invalid", // a bucket without bucket:, lower-case names
 

@@ -156,6 +156,9 @@ type Type struct {
 // TypeNames are the Go names generated for a Type.
 type TypeNames struct {
 	Clone string // kvwCloneRoute: its deep copy function, when NeedsClone
+	// DecodeJSON is kvwDecodeRoute: its JSON fast-path decoder (see the
+	// runtime's JSONReader).
+	DecodeJSON string
 }
 
 // Field is one field of a Type.

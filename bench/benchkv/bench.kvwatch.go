@@ -49,7 +49,7 @@ type ItemEvent = kvwatch.Event[ItemKey, Item]
 var kvwBenchItemKind = kvwatch.Kind[ItemKey, Item]{
 	Bucket:    "bench",
 	Clone:     kvwCloneItem,
-	Codec:     kvwatch.JSON[Item]{},
+	Codec:     kvwatch.JSON[Item]{Fast: kvwDecodeItem},
 	FormatKey: ItemKey.String,
 	Name:      "Item",
 	ParseKey:  ParseItemKey,

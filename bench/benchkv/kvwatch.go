@@ -4,13 +4,13 @@ package benchkv
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Item is a config value of about 200 bytes as JSON.
@@ -30,4 +30,45 @@ type Item struct {
 func kvwCloneItem(v Item) Item {
 	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
 	return v
+}
+
+// kvwDecodeItem decodes one Item on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeItem(r *kvwatch.JSONReader, v *Item) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "name":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Name)
+		case "owner":
+			r.Once(&seen[0], 1)
+			r.ReadString(&v.Owner)
+		case "cidr":
+			r.Once(&seen[0], 2)
+			r.ReadString(&v.CIDR)
+		case "next_hop":
+			r.Once(&seen[0], 3)
+			r.ReadString(&v.NextHop)
+		case "metric":
+			r.Once(&seen[0], 4)
+			kvwatch.JSONInt(r, &v.Metric)
+		case "enabled":
+			r.Once(&seen[0], 5)
+			r.ReadBool(&v.Enabled)
+		case "version":
+			r.Once(&seen[0], 6)
+			kvwatch.JSONInt(r, &v.Version)
+		case "tags":
+			r.Once(&seen[0], 7)
+			kvwatch.JSONSlice(r, &v.Tags, (*kvwatch.JSONReader).ReadString)
+		case "note":
+			r.Once(&seen[0], 8)
+			r.ReadString(&v.Note)
+		default:
+			r.SkipUnknown("name", "owner", "cidr", "next_hop", "metric", "enabled", "version", "tags", "note")
+		}
+	}
 }

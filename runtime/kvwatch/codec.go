@@ -15,17 +15,43 @@ type Codec[V any] interface {
 	Encode(v V) ([]byte, error)
 }
 
-// JSON is the json codec: values are encoded with encoding/json.
-type JSON[V any] struct{}
+// JSON is the json codec: values are encoded with encoding/json, and
+// decoded by Fast when it is set, by encoding/json otherwise.
+type JSON[V any] struct {
+	// Fast is the decoder kvwatchgen writes for V (see JSONReader): it
+	// reads the common shapes of JSON without reflection, and declines
+	// the rest, which encoding/json then decodes. Either way the result is
+	// encoding/json's. Nil: encoding/json decodes everything.
+	Fast func(*JSONReader, *V)
+}
 
 // Decode unmarshals data into a new V.
-func (JSON[V]) Decode(data []byte) (V, error) {
+func (c JSON[V]) Decode(data []byte) (V, error) {
+	if v, ok := c.DecodeFast(data); ok {
+		return v, nil
+	}
 	var v V
 	if err := json.Unmarshal(data, &v); err != nil {
 		var zero V
 		return zero, fmt.Errorf("json: %w", err)
 	}
 	return v, nil
+}
+
+// DecodeFast decodes data with Fast alone; ok is false when there is no
+// Fast or it declined data (Decode then uses encoding/json). For tests and
+// diagnostics: Decode is what the runtime calls.
+func (c JSON[V]) DecodeFast(data []byte) (v V, ok bool) {
+	if c.Fast == nil {
+		return v, false
+	}
+	r := JSONReader{data: data}
+	c.Fast(&r, &v)
+	if !r.End() {
+		var zero V
+		return zero, false
+	}
+	return v, true
 }
 
 // Encode marshals v.

@@ -25,12 +25,15 @@ type GeneratedCodeTooOld_Regenerate uint
 // generator).
 type RuntimeTooOld_UpgradeModule uint
 
+// Versions: 2 added the JSON codec's fast path (JSON.Fast, JSONReader),
+// which generated code of version 2 fills in; code of version 1 still
+// builds and runs (its JSON codecs have no Fast).
 const (
 	// GenVersion is the version of generated code this runtime was
 	// released with; the generator writes it into generated files.
-	GenVersion = 1
+	GenVersion = 2
 	// MinVersion is the oldest generated code this runtime supports.
 	MinVersion = 1
 	// MaxVersion is the newest generated code this runtime supports.
-	MaxVersion = 1
+	MaxVersion = 2
 )

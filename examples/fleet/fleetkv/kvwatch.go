@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // FirewallRule allows or denies traffic from a CIDR to a port.
@@ -21,6 +21,29 @@ type FirewallRule struct {
 	Action string `json:"action"`
 	CIDR   string `json:"cidr"`
 	Port   int    `json:"port"`
+}
+
+// kvwDecodeFirewallRule decodes one FirewallRule on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeFirewallRule(r *kvwatch.JSONReader, v *FirewallRule) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "action":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Action)
+		case "cidr":
+			r.Once(&seen[0], 1)
+			r.ReadString(&v.CIDR)
+		case "port":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONInt(r, &v.Port)
+		default:
+			r.SkipUnknown("action", "cidr", "port")
+		}
+	}
 }
 
 // Route is one route of a VPC's routing table.
@@ -38,6 +61,35 @@ func kvwCloneRoute(v Route) Route {
 	return v
 }
 
+// kvwDecodeRoute decodes one Route on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeRoute(r *kvwatch.JSONReader, v *Route) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "cidr":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.CIDR)
+		case "next_hop":
+			r.Once(&seen[0], 1)
+			r.ReadString(&v.NextHop)
+		case "metric":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONInt(r, &v.Metric)
+		case "tags":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONSlice(r, &v.Tags, (*kvwatch.JSONReader).ReadString)
+		case "updated":
+			r.Once(&seen[0], 4)
+			kvwatch.JSONValue(r, &v.Updated)
+		default:
+			r.SkipUnknown("cidr", "next_hop", "metric", "tags", "updated")
+		}
+	}
+}
+
 // VPCConfig is the configuration of one VPC.
 type VPCConfig struct {
 	Name   string            `json:"name"`
@@ -50,4 +102,30 @@ type VPCConfig struct {
 func kvwCloneVPCConfig(v VPCConfig) VPCConfig {
 	v.Labels = kvwatch.CloneMap(v.Labels, nil)
 	return v
+}
+
+// kvwDecodeVPCConfig decodes one VPCConfig on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeVPCConfig(r *kvwatch.JSONReader, v *VPCConfig) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "name":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Name)
+		case "cidr":
+			r.Once(&seen[0], 1)
+			r.ReadString(&v.CIDR)
+		case "region":
+			r.Once(&seen[0], 2)
+			r.ReadString(&v.Region)
+		case "labels":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONMap(r, &v.Labels, (*kvwatch.JSONReader).ReadString)
+		default:
+			r.SkipUnknown("name", "cidr", "region", "labels")
+		}
+	}
 }

@@ -50,7 +50,7 @@ type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 var kvwNetworkVPCConfigKind = kvwatch.Kind[VPCConfigKey, VPCConfig]{
 	Bucket:    "network",
 	Clone:     kvwCloneVPCConfig,
-	Codec:     kvwatch.JSON[VPCConfig]{},
+	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
 	FormatKey: VPCConfigKey.String,
 	Name:      "VPCConfig",
 	ParseKey:  ParseVPCConfigKey,
@@ -98,7 +98,7 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
 	Bucket:    "network",
 	Clone:     kvwCloneRoute,
-	Codec:     kvwatch.JSON[Route]{},
+	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
 	FormatKey: RouteKey.String,
 	Name:      "Route",
 	ParseKey:  ParseRouteKey,
@@ -155,7 +155,7 @@ type FirewallRuleEvent = kvwatch.Event[FirewallRuleKey, FirewallRule]
 // kvwNetworkFirewallRuleKind describes FirewallRule entries to the runtime.
 var kvwNetworkFirewallRuleKind = kvwatch.Kind[FirewallRuleKey, FirewallRule]{
 	Bucket:    "network",
-	Codec:     kvwatch.JSON[FirewallRule]{},
+	Codec:     kvwatch.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
 	FormatKey: FirewallRuleKey.String,
 	Name:      "FirewallRule",
 	ParseKey:  ParseFirewallRuleKey,

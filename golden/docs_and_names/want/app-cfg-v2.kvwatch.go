@@ -50,7 +50,7 @@ type FeatureEvent = kvwatch.Event[FeatureKey, Feature]
 // kvwAppConfigFeatureKind describes Feature entries to the runtime.
 var kvwAppConfigFeatureKind = kvwatch.Kind[FeatureKey, Feature]{
 	Bucket:    "app_cfg_v2",
-	Codec:     kvwatch.JSON[Feature]{},
+	Codec:     kvwatch.JSON[Feature]{Fast: kvwDecodeFeature},
 	FormatKey: FeatureKey.String,
 	Name:      "Feature",
 	ParseKey:  ParseFeatureKey,

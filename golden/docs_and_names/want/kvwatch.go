@@ -4,13 +4,13 @@ package docs
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Feature is one feature flag.
@@ -19,4 +19,24 @@ const (
 type Feature struct {
 	Enabled bool    `json:"enabled"`
 	Percent float64 `json:"percent"`
+}
+
+// kvwDecodeFeature decodes one Feature on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeFeature(r *kvwatch.JSONReader, v *Feature) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "enabled":
+			r.Once(&seen[0], 0)
+			r.ReadBool(&v.Enabled)
+		case "percent":
+			r.Once(&seen[0], 1)
+			r.ReadFloat64(&v.Percent)
+		default:
+			r.SkipUnknown("enabled", "percent")
+		}
+	}
 }

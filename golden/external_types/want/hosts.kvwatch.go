@@ -47,7 +47,7 @@ type HostEvent = kvwatch.Event[HostKey, Host]
 var kvwHostsHostKind = kvwatch.Kind[HostKey, Host]{
 	Bucket:    "hosts",
 	Clone:     kvwCloneHost,
-	Codec:     kvwatch.JSON[Host]{},
+	Codec:     kvwatch.JSON[Host]{Fast: kvwDecodeHost},
 	FormatKey: HostKey.String,
 	Name:      "Host",
 	ParseKey:  ParseHostKey,

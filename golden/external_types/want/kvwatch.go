@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Host is a value type of the schema.
@@ -36,4 +36,30 @@ func kvwCloneHost(v Host) Host {
 		return kvwatch.CloneJSON(v)
 	})
 	return v
+}
+
+// kvwDecodeHost decodes one Host on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeHost(r *kvwatch.JSONReader, v *Host) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "prefix":
+			r.Once(&seen[0], 0)
+			kvwatch.JSONValue(r, &v.Prefix)
+		case "prefixes":
+			r.Once(&seen[0], 1)
+			kvwatch.JSONSlice(r, &v.Prefixes, kvwatch.JSONValue[netip.Prefix])
+		case "timeout":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONValue(r, &v.Timeout)
+		case "by_name":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONMap(r, &v.ByName, kvwatch.JSONValue[netip.Addr])
+		default:
+			r.SkipUnknown("prefix", "prefixes", "timeout", "by_name")
+		}
+	}
 }

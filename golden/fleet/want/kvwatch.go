@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Route is a route in a VPC.
@@ -33,7 +33,56 @@ func kvwCloneRoute(v Route) Route {
 	return v
 }
 
+// kvwDecodeRoute decodes one Route on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeRoute(r *kvwatch.JSONReader, v *Route) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "cidr":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.CIDR)
+		case "next_hop":
+			r.Once(&seen[0], 1)
+			r.ReadString(&v.NextHop)
+		case "metric":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONInt(r, &v.Metric)
+		case "tags":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONSlice(r, &v.Tags, (*kvwatch.JSONReader).ReadString)
+		case "labels":
+			r.Once(&seen[0], 4)
+			kvwatch.JSONMap(r, &v.Labels, (*kvwatch.JSONReader).ReadString)
+		case "updated":
+			r.Once(&seen[0], 5)
+			kvwatch.JSONValue(r, &v.Updated)
+		default:
+			r.SkipUnknown("cidr", "next_hop", "metric", "tags", "labels", "updated")
+		}
+	}
+}
+
 // VPCConfig is a value type of the schema.
 type VPCConfig struct {
 	Name string `json:"name"`
+}
+
+// kvwDecodeVPCConfig decodes one VPCConfig on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeVPCConfig(r *kvwatch.JSONReader, v *VPCConfig) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "name":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Name)
+		default:
+			r.SkipUnknown("name")
+		}
+	}
 }

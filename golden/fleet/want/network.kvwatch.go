@@ -50,7 +50,7 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
 	Bucket:    "network",
 	Clone:     kvwCloneRoute,
-	Codec:     kvwatch.JSON[Route]{},
+	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
 	FormatKey: RouteKey.String,
 	Name:      "Route",
 	ParseKey:  ParseRouteKey,
@@ -94,7 +94,7 @@ type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 // kvwNetworkVPCConfigKind describes VPCConfig entries to the runtime.
 var kvwNetworkVPCConfigKind = kvwatch.Kind[VPCConfigKey, VPCConfig]{
 	Bucket:    "network",
-	Codec:     kvwatch.JSON[VPCConfig]{},
+	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
 	FormatKey: VPCConfigKey.String,
 	Name:      "VPCConfig",
 	ParseKey:  ParseVPCConfigKey,

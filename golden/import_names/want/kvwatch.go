@@ -12,13 +12,13 @@ import (
 	"time"
 )
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Holder is a value type of the schema.
@@ -41,4 +41,36 @@ func kvwCloneHolder(v Holder) Holder {
 	v.Kvwatch = kvwatch.CloneJSON(v.Kvwatch)
 	v.Time = kvwatch.CloneJSON(v.Time)
 	return v
+}
+
+// kvwDecodeHolder decodes one Holder on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeHolder(r *kvwatch.JSONReader, v *Holder) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "v":
+			r.Once(&seen[0], 0)
+			kvwatch.JSONValue(r, &v.V)
+		case "other_v":
+			r.Once(&seen[0], 1)
+			kvwatch.JSONSlice(r, &v.OtherV, kvwatch.JSONValue[vpkg.T])
+		case "key":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONValue(r, &v.Key)
+		case "kvwatch":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONValue(r, &v.Kvwatch)
+		case "time":
+			r.Once(&seen[0], 4)
+			kvwatch.JSONValue(r, &v.Time)
+		case "at":
+			r.Once(&seen[0], 5)
+			kvwatch.JSONValue(r, &v.At)
+		default:
+			r.SkipUnknown("v", "other_v", "key", "kvwatch", "time", "at")
+		}
+	}
 }

@@ -55,7 +55,9 @@ var kvwThingsVsKind = kvwatch.Kind[VsKey, []vpkg2.T]{
 			return kvwatch.CloneJSON(v)
 		})
 	},
-	Codec:     kvwatch.JSON[[]vpkg2.T]{},
+	Codec: kvwatch.JSON[[]vpkg2.T]{Fast: func(r *kvwatch.JSONReader, p *[]vpkg2.T) {
+		kvwatch.JSONSlice(r, p, kvwatch.JSONValue[vpkg2.T])
+	}},
 	FormatKey: VsKey.String,
 	Name:      "Vs",
 	ParseKey:  ParseVsKey,
@@ -145,7 +147,9 @@ var kvwThingsErrKind = kvwatch.Kind[ErrKey, map[string]errpkg.T]{
 			return kvwatch.CloneJSON(v)
 		})
 	},
-	Codec:     kvwatch.JSON[map[string]errpkg.T]{},
+	Codec: kvwatch.JSON[map[string]errpkg.T]{Fast: func(r *kvwatch.JSONReader, p *map[string]errpkg.T) {
+		kvwatch.JSONMap(r, p, kvwatch.JSONValue[errpkg.T])
+	}},
 	FormatKey: ErrKey.String,
 	Name:      "Err",
 	ParseKey:  ParseErrKey,
@@ -317,7 +321,7 @@ type HolderEvent = kvwatch.Event[HolderKey, Holder]
 var kvwThingsHolderKind = kvwatch.Kind[HolderKey, Holder]{
 	Bucket:    "things",
 	Clone:     kvwCloneHolder,
-	Codec:     kvwatch.JSON[Holder]{},
+	Codec:     kvwatch.JSON[Holder]{Fast: kvwDecodeHolder},
 	FormatKey: HolderKey.String,
 	Name:      "Holder",
 	ParseKey:  ParseHolderKey,

@@ -48,7 +48,7 @@ type APIKeyEvent = kvwatch.Event[APIKeyKey, APIKey]
 var kvwKVStoreAPIKeyKind = kvwatch.Kind[APIKeyKey, APIKey]{
 	Bucket:    "kv-store",
 	Clone:     kvwCloneAPIKey,
-	Codec:     kvwatch.JSON[APIKey]{},
+	Codec:     kvwatch.JSON[APIKey]{Fast: kvwDecodeAPIKey},
 	FormatKey: APIKeyKey.String,
 	Name:      "APIKey",
 	ParseKey:  ParseAPIKeyKey,

@@ -8,13 +8,13 @@ import (
 	"slices"
 )
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // APIKey is a value type of the schema.
@@ -31,4 +31,36 @@ type APIKey struct {
 func kvwCloneAPIKey(v APIKey) APIKey {
 	v.JSONBody = slices.Clone(v.JSONBody)
 	return v
+}
+
+// kvwDecodeAPIKey decodes one APIKey on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeAPIKey(r *kvwatch.JSONReader, v *APIKey) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "http_url":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.HTTPURL)
+		case "ip":
+			r.Once(&seen[0], 1)
+			r.ReadString(&v.IP)
+		case "vpc_id":
+			r.Once(&seen[0], 2)
+			r.ReadString(&v.VPCID)
+		case "json_body":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONValue(r, &v.JSONBody)
+		case "ttl_seconds":
+			r.Once(&seen[0], 4)
+			kvwatch.JSONInt(r, &v.TTLSeconds)
+		case "uuid":
+			r.Once(&seen[0], 5)
+			r.ReadString(&v.UUID)
+		default:
+			r.SkipUnknown("http_url", "ip", "vpc_id", "json_body", "ttl_seconds", "uuid")
+		}
+	}
 }

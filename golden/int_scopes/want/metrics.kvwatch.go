@@ -64,7 +64,7 @@ type SampleEvent = kvwatch.Event[SampleKey, float64]
 // kvwMetricsSampleKind describes Sample entries to the runtime.
 var kvwMetricsSampleKind = kvwatch.Kind[SampleKey, float64]{
 	Bucket:    "metrics",
-	Codec:     kvwatch.JSON[float64]{},
+	Codec:     kvwatch.JSON[float64]{Fast: (*kvwatch.JSONReader).ReadFloat64},
 	FormatKey: SampleKey.String,
 	Name:      "Sample",
 	ParseKey:  ParseSampleKey,

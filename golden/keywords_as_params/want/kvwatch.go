@@ -4,13 +4,13 @@ package keywords
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Chan is a value type of the schema.
@@ -26,4 +26,33 @@ type Chan struct {
 func kvwCloneChan(v Chan) Chan {
 	v.Interface = kvwatch.CloneSlice(v.Interface, nil)
 	return v
+}
+
+// kvwDecodeChan decodes one Chan on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeChan(r *kvwatch.JSONReader, v *Chan) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "select":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Select)
+		case "go":
+			r.Once(&seen[0], 1)
+			r.ReadBool(&v.Go)
+		case "interface":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONSlice(r, &v.Interface, (*kvwatch.JSONReader).ReadString)
+		case "string":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONInt(r, &v.String)
+		case "error":
+			r.Once(&seen[0], 4)
+			r.ReadString(&v.Error)
+		default:
+			r.SkipUnknown("select", "go", "interface", "string", "error")
+		}
+	}
 }

@@ -52,7 +52,7 @@ type FuncEvent = kvwatch.Event[FuncKey, Chan]
 var kvwTypeFuncKind = kvwatch.Kind[FuncKey, Chan]{
 	Bucket:    "type",
 	Clone:     kvwCloneChan,
-	Codec:     kvwatch.JSON[Chan]{},
+	Codec:     kvwatch.JSON[Chan]{Fast: kvwDecodeChan},
 	FormatKey: FuncKey.String,
 	Name:      "Func",
 	ParseKey:  ParseFuncKey,

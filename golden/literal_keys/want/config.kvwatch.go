@@ -40,7 +40,7 @@ type GlobalEvent = kvwatch.Event[GlobalKey, Settings]
 var kvwConfigGlobalKind = kvwatch.Kind[GlobalKey, Settings]{
 	Bucket:    "config",
 	Clone:     kvwCloneSettings,
-	Codec:     kvwatch.JSON[Settings]{},
+	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
 	FormatKey: GlobalKey.String,
 	Name:      "Global",
 	ParseKey:  ParseGlobalKey,
@@ -84,7 +84,7 @@ type RegionEvent = kvwatch.Event[RegionKey, Settings]
 var kvwConfigRegionKind = kvwatch.Kind[RegionKey, Settings]{
 	Bucket:    "config",
 	Clone:     kvwCloneSettings,
-	Codec:     kvwatch.JSON[Settings]{},
+	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
 	FormatKey: RegionKey.String,
 	Name:      "Region",
 	ParseKey:  ParseRegionKey,
@@ -131,7 +131,7 @@ type ZoneEvent = kvwatch.Event[ZoneKey, Settings]
 var kvwConfigZoneKind = kvwatch.Kind[ZoneKey, Settings]{
 	Bucket:    "config",
 	Clone:     kvwCloneSettings,
-	Codec:     kvwatch.JSON[Settings]{},
+	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
 	FormatKey: ZoneKey.String,
 	Name:      "Zone",
 	ParseKey:  ParseZoneKey,

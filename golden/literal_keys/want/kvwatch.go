@@ -4,13 +4,13 @@ package literal
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Settings is a value type of the schema.
@@ -22,4 +22,21 @@ type Settings struct {
 func kvwCloneSettings(v Settings) Settings {
 	v.Values = kvwatch.CloneMap(v.Values, nil)
 	return v
+}
+
+// kvwDecodeSettings decodes one Settings on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeSettings(r *kvwatch.JSONReader, v *Settings) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "values":
+			r.Once(&seen[0], 0)
+			kvwatch.JSONMap(r, &v.Values, (*kvwatch.JSONReader).ReadString)
+		default:
+			r.SkipUnknown("values")
+		}
+	}
 }

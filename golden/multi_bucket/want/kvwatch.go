@@ -9,19 +9,39 @@ import (
 	"time"
 )
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Address is a value type of the schema.
 type Address struct {
 	IP   string `json:"ip"`
 	Port int    `json:"port"`
+}
+
+// kvwDecodeAddress decodes one Address on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeAddress(r *kvwatch.JSONReader, v *Address) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "ip":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.IP)
+		case "port":
+			r.Once(&seen[0], 1)
+			kvwatch.JSONInt(r, &v.Port)
+		default:
+			r.SkipUnknown("ip", "port")
+		}
+	}
 }
 
 // Node is one machine of the fleet.
@@ -55,6 +75,70 @@ func kvwCloneNode(v Node) Node {
 	return v
 }
 
+// kvwDecodeNode decodes one Node on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeNode(r *kvwatch.JSONReader, v *Node) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "hostname":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Hostname)
+		case "up":
+			r.Once(&seen[0], 1)
+			r.ReadBool(&v.Up)
+		case "cores":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONInt(r, &v.Cores)
+		case "cores32":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONInt(r, &v.Cores32)
+		case "memory":
+			r.Once(&seen[0], 4)
+			kvwatch.JSONInt(r, &v.Memory)
+		case "slots":
+			r.Once(&seen[0], 5)
+			kvwatch.JSONUint(r, &v.Slots)
+		case "slots32":
+			r.Once(&seen[0], 6)
+			kvwatch.JSONUint(r, &v.Slots32)
+		case "disk":
+			r.Once(&seen[0], 7)
+			kvwatch.JSONUint(r, &v.Disk)
+		case "load":
+			r.Once(&seen[0], 8)
+			r.ReadFloat64(&v.Load)
+		case "load32":
+			r.Once(&seen[0], 9)
+			r.ReadFloat32(&v.Load32)
+		case "token":
+			r.Once(&seen[0], 10)
+			kvwatch.JSONValue(r, &v.Token)
+		case "boot":
+			r.Once(&seen[0], 11)
+			kvwatch.JSONValue(r, &v.Boot)
+		case "uptime":
+			r.Once(&seen[0], 12)
+			kvwatch.JSONInt(r, &v.Uptime)
+		case "extra":
+			r.Once(&seen[0], 13)
+			kvwatch.JSONValue(r, &v.Extra)
+		case "addresses":
+			r.Once(&seen[0], 14)
+			kvwatch.JSONSlice(r, &v.Addresses, kvwDecodeAddress)
+		case "by_zone":
+			r.Once(&seen[0], 15)
+			kvwatch.JSONMap(r, &v.ByZone, func(r *kvwatch.JSONReader, p *[]Address) {
+				kvwatch.JSONSlice(r, p, kvwDecodeAddress)
+			})
+		default:
+			r.SkipUnknown("hostname", "up", "cores", "cores32", "memory", "slots", "slots32", "disk", "load", "load32", "token", "boot", "uptime", "extra", "addresses", "by_zone")
+		}
+	}
+}
+
 // Service is a value type of the schema.
 type Service struct {
 	Owner   string   `json:"owner"`
@@ -66,4 +150,27 @@ type Service struct {
 func kvwCloneService(v Service) Service {
 	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
 	return v
+}
+
+// kvwDecodeService decodes one Service on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeService(r *kvwatch.JSONReader, v *Service) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "owner":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Owner)
+		case "primary":
+			r.Once(&seen[0], 1)
+			kvwDecodeAddress(r, &v.Primary)
+		case "tags":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONSlice(r, &v.Tags, (*kvwatch.JSONReader).ReadString)
+		default:
+			r.SkipUnknown("owner", "primary", "tags")
+		}
+	}
 }

@@ -45,7 +45,7 @@ type NodeEvent = kvwatch.Event[NodeKey, Node]
 var kvwNodeStateNodeKind = kvwatch.Kind[NodeKey, Node]{
 	Bucket:    "node-state",
 	Clone:     kvwCloneNode,
-	Codec:     kvwatch.JSON[Node]{},
+	Codec:     kvwatch.JSON[Node]{Fast: kvwDecodeNode},
 	FormatKey: NodeKey.String,
 	Name:      "Node",
 	ParseKey:  ParseNodeKey,
@@ -92,7 +92,9 @@ var kvwNodeStateNodeLabelsKind = kvwatch.Kind[NodeLabelsKey, map[string]string]{
 	Clone: func(v map[string]string) map[string]string {
 		return kvwatch.CloneMap(v, nil)
 	},
-	Codec:     kvwatch.JSON[map[string]string]{},
+	Codec: kvwatch.JSON[map[string]string]{Fast: func(r *kvwatch.JSONReader, p *map[string]string) {
+		kvwatch.JSONMap(r, p, (*kvwatch.JSONReader).ReadString)
+	}},
 	FormatKey: NodeLabelsKey.String,
 	Name:      "NodeLabels",
 	ParseKey:  ParseNodeLabelsKey,

@@ -45,7 +45,7 @@ type ServiceEvent = kvwatch.Event[ServiceKey, Service]
 var kvwServicesServiceKind = kvwatch.Kind[ServiceKey, Service]{
 	Bucket:    "services",
 	Clone:     kvwCloneService,
-	Codec:     kvwatch.JSON[Service]{},
+	Codec:     kvwatch.JSON[Service]{Fast: kvwDecodeService},
 	FormatKey: ServiceKey.String,
 	Name:      "Service",
 	ParseKey:  ParseServiceKey,
@@ -94,7 +94,9 @@ var kvwServicesEndpointKind = kvwatch.Kind[EndpointKey, []Address]{
 	Clone: func(v []Address) []Address {
 		return kvwatch.CloneSlice(v, nil)
 	},
-	Codec:     kvwatch.JSON[[]Address]{},
+	Codec: kvwatch.JSON[[]Address]{Fast: func(r *kvwatch.JSONReader, p *[]Address) {
+		kvwatch.JSONSlice(r, p, kvwDecodeAddress)
+	}},
 	FormatKey: EndpointKey.String,
 	Name:      "Endpoint",
 	ParseKey:  ParseEndpointKey,

@@ -4,13 +4,13 @@ package nested
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Leaf is a value type of the schema.
@@ -25,6 +25,28 @@ func kvwCloneLeaf(v Leaf) Leaf {
 		return kvwatch.CloneSlice(v, nil)
 	})
 	return v
+}
+
+// kvwDecodeLeaf decodes one Leaf on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeLeaf(r *kvwatch.JSONReader, v *Leaf) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "color":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Color)
+		case "weights":
+			r.Once(&seen[0], 1)
+			kvwatch.JSONMap(r, &v.Weights, func(r *kvwatch.JSONReader, p *[]int) {
+				kvwatch.JSONSlice(r, p, kvwatch.JSONInt[int])
+			})
+		default:
+			r.SkipUnknown("color", "weights")
+		}
+	}
 }
 
 // Tree is a node with children.
@@ -45,4 +67,35 @@ func kvwCloneTree(v Tree) Tree {
 	})
 	v.Leaf = kvwCloneLeaf(v.Leaf)
 	return v
+}
+
+// kvwDecodeTree decodes one Tree on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeTree(r *kvwatch.JSONReader, v *Tree) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "name":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Name)
+		case "children":
+			r.Once(&seen[0], 1)
+			kvwatch.JSONSlice(r, &v.Children, kvwDecodeTree)
+		case "by_name":
+			r.Once(&seen[0], 2)
+			kvwatch.JSONMap(r, &v.ByName, kvwDecodeTree)
+		case "matrix":
+			r.Once(&seen[0], 3)
+			kvwatch.JSONSlice(r, &v.Matrix, func(r *kvwatch.JSONReader, p *[]float64) {
+				kvwatch.JSONSlice(r, p, (*kvwatch.JSONReader).ReadFloat64)
+			})
+		case "leaf":
+			r.Once(&seen[0], 4)
+			kvwDecodeLeaf(r, &v.Leaf)
+		default:
+			r.SkipUnknown("name", "children", "by_name", "matrix", "leaf")
+		}
+	}
 }

@@ -45,7 +45,7 @@ type TreeEvent = kvwatch.Event[TreeKey, Tree]
 var kvwTreesTreeKind = kvwatch.Kind[TreeKey, Tree]{
 	Bucket:    "trees",
 	Clone:     kvwCloneTree,
-	Codec:     kvwatch.JSON[Tree]{},
+	Codec:     kvwatch.JSON[Tree]{Fast: kvwDecodeTree},
 	FormatKey: TreeKey.String,
 	Name:      "Tree",
 	ParseKey:  ParseTreeKey,
@@ -94,7 +94,13 @@ var kvwTreesForestKind = kvwatch.Kind[ForestKey, map[string][]map[string]Tree]{
 			})
 		})
 	},
-	Codec:     kvwatch.JSON[map[string][]map[string]Tree]{},
+	Codec: kvwatch.JSON[map[string][]map[string]Tree]{Fast: func(r *kvwatch.JSONReader, p *map[string][]map[string]Tree) {
+		kvwatch.JSONMap(r, p, func(r *kvwatch.JSONReader, p *[]map[string]Tree) {
+			kvwatch.JSONSlice(r, p, func(r *kvwatch.JSONReader, p *map[string]Tree) {
+				kvwatch.JSONMap(r, p, kvwDecodeTree)
+			})
+		})
+	}},
 	FormatKey: ForestKey.String,
 	Name:      "Forest",
 	ParseKey:  ParseForestKey,

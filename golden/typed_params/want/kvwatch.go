@@ -4,17 +4,37 @@ package typed
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Replica is a value type of the schema.
 type Replica struct {
 	Host  string `json:"host"`
 	LagMs int64  `json:"lag_ms"`
+}
+
+// kvwDecodeReplica decodes one Replica on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeReplica(r *kvwatch.JSONReader, v *Replica) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "host":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.Host)
+		case "lag_ms":
+			r.Once(&seen[0], 1)
+			kvwatch.JSONInt(r, &v.LagMs)
+		default:
+			r.SkipUnknown("host", "lag_ms")
+		}
+	}
 }

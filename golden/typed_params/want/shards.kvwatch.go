@@ -116,7 +116,7 @@ type ReplicaEvent = kvwatch.Event[ReplicaKey, Replica]
 // kvwShardsReplicaKind describes Replica entries to the runtime.
 var kvwShardsReplicaKind = kvwatch.Kind[ReplicaKey, Replica]{
 	Bucket:    "shards",
-	Codec:     kvwatch.JSON[Replica]{},
+	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
 	FormatKey: ReplicaKey.String,
 	Name:      "Replica",
 	ParseKey:  ParseReplicaKey,
@@ -153,7 +153,7 @@ type GlobalEvent = kvwatch.Event[GlobalKey, Replica]
 // kvwShardsGlobalKind describes Global entries to the runtime.
 var kvwShardsGlobalKind = kvwatch.Kind[GlobalKey, Replica]{
 	Bucket:    "shards",
-	Codec:     kvwatch.JSON[Replica]{},
+	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
 	FormatKey: GlobalKey.String,
 	Name:      "Global",
 	ParseKey:  ParseGlobalKey,
@@ -202,7 +202,7 @@ type EpochEvent = kvwatch.Event[EpochKey, uint64]
 // kvwShardsEpochKind describes Epoch entries to the runtime.
 var kvwShardsEpochKind = kvwatch.Kind[EpochKey, uint64]{
 	Bucket:    "shards",
-	Codec:     kvwatch.JSON[uint64]{},
+	Codec:     kvwatch.JSON[uint64]{Fast: kvwatch.JSONUint[uint64]},
 	FormatKey: EpochKey.String,
 	Name:      "Epoch",
 	ParseKey:  ParseEpochKey,

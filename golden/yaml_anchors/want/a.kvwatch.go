@@ -44,7 +44,7 @@ type ItemEvent = kvwatch.Event[ItemKey, Thing]
 // kvwAItemKind describes Item entries to the runtime.
 var kvwAItemKind = kvwatch.Kind[ItemKey, Thing]{
 	Bucket:    "a",
-	Codec:     kvwatch.JSON[Thing]{},
+	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
 	FormatKey: ItemKey.String,
 	Name:      "Item",
 	ParseKey:  ParseItemKey,

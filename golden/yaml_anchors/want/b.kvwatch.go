@@ -44,7 +44,7 @@ type OtherEvent = kvwatch.Event[OtherKey, Thing]
 // kvwBOtherKind describes Other entries to the runtime.
 var kvwBOtherKind = kvwatch.Kind[OtherKey, Thing]{
 	Bucket:    "b",
-	Codec:     kvwatch.JSON[Thing]{},
+	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
 	FormatKey: OtherKey.String,
 	Name:      "Other",
 	ParseKey:  ParseOtherKey,

@@ -4,13 +4,13 @@ package anchors
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 
-// This code needs version 1 of the generated-code API of the kvwatch runtime.
+// This code needs version 2 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(1 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 1)
+	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
+	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
 )
 
 // Copy is a value type of the schema.
@@ -18,7 +18,41 @@ type Copy struct {
 	X string `json:"x"`
 }
 
+// kvwDecodeCopy decodes one Copy on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeCopy(r *kvwatch.JSONReader, v *Copy) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "x":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.X)
+		default:
+			r.SkipUnknown("x")
+		}
+	}
+}
+
 // Thing is a value type of the schema.
 type Thing struct {
 	X string `json:"x"`
+}
+
+// kvwDecodeThing decodes one Thing on the JSON codec's fast path (see kvwatch.JSONReader).
+func kvwDecodeThing(r *kvwatch.JSONReader, v *Thing) {
+	if r.Null() {
+		return
+	}
+	var seen [1]uint64
+	for i := r.Object(); r.More(&i); {
+		switch string(r.Key()) {
+		case "x":
+			r.Once(&seen[0], 0)
+			r.ReadString(&v.X)
+		default:
+			r.SkipUnknown("x")
+		}
+	}
 }
