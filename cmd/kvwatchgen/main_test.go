@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/gen"
 )
 
 const schemaText = `version: 1
@@ -167,7 +170,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, stdout, _ := kvwatchgen(t, "-version")
-	if code != 0 || !strings.HasPrefix(stdout, "kvwatchgen ") || !strings.Contains(stdout, "generated code API 1") {
+	if code != 0 || !strings.HasPrefix(stdout, "kvwatchgen ") || !strings.Contains(stdout, fmt.Sprintf("generated code API %d", gen.GenVersion)) {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 }
