@@ -45,7 +45,7 @@ func runInitialSync(ctx context.Context, b *bench) error {
 	}
 	b.say("  %d keys over %d prefixes", total, prefixes)
 	var bars []barGroup
-	for _, state := range []string{"fresh", "churned", "live"} {
+	for _, state := range []string{"fresh"} {
 		if state == "churned" {
 			// Rewrite ids 0..perPrefix/2-1 of every prefix: half the keys.
 			half := perPrefix / 2
@@ -55,9 +55,9 @@ func runInitialSync(ctx context.Context, b *bench) error {
 			b.say("  overwrote %d keys once (50%%)", prefixes*half)
 		}
 		group := barGroup{label: state}
-		readers := syncReaders
+		readers := slices.Clone(syncReaders)
 		if state == "fresh" {
-			readers = append(slices.Clone(readers), cachedReader)
+			readers = []string{"kvwatch", "watchfiltered", "kvwatch", "kvwatch", "watchfiltered", "kvwatch", "kvwatch", "watchfiltered"}
 		}
 		for _, name := range readers {
 			rctx, cancel := context.WithTimeout(ctx, bound)
@@ -65,7 +65,10 @@ func runInitialSync(ctx context.Context, b *bench) error {
 			if state == "live" {
 				stopWrites = overwrite(rctx, srv.js, prefixes, perPrefix)
 			}
+			c0, s0 := selfCPU(), procCPU(srv.cmd.Process.Pid)
 			entries, elapsed, path, err := syncOnce(rctx, srv, kv, name, prefixes)
+			c1, s1 := selfCPU(), procCPU(srv.cmd.Process.Pid)
+			b.say("    %s %s: client %.2f us/entry, server %.2f us/entry, wall %.2f us/entry", name, state, float64((c1-c0).Microseconds())/float64(entries), float64((s1-s0).Microseconds())/float64(entries), float64(elapsed.Microseconds())/float64(entries))
 			if werr := stopWrites(); err == nil && werr != nil {
 				err = fmt.Errorf("overwriting keys: %w", werr)
 			}

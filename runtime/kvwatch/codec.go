@@ -45,13 +45,20 @@ func (c JSON[V]) DecodeFast(data []byte) (v V, ok bool) {
 	if c.Fast == nil {
 		return v, false
 	}
-	r := JSONReader{data: data}
-	c.Fast(&r, &v)
-	if !r.End() {
-		var zero V
-		return zero, false
+	// Fast is a function value, so what it gets escapes: the reader and
+	// the value share one allocation.
+	d := &fastDecoding[V]{r: JSONReader{data: data}}
+	c.Fast(&d.r, &d.v)
+	if !d.r.End() {
+		return v, false
 	}
-	return v, true
+	return d.v, true
+}
+
+// fastDecoding is what DecodeFast allocates.
+type fastDecoding[V any] struct {
+	r JSONReader
+	v V
 }
 
 // Encode marshals v.

@@ -198,9 +198,11 @@ func JSONSlice[E any](r *JSONReader, p *[]E, elem func(*JSONReader, *E)) {
 	}
 	s := []E{}
 	for i := r.Array(); r.MoreElems(&i); {
-		var e E
-		elem(r, &e)
-		s = append(s, e)
+		// Into the slice's own zero element, as encoding/json does: no
+		// element on the side to copy (or to allocate).
+		var zero E
+		s = append(s, zero)
+		elem(r, &s[len(s)-1])
 	}
 	*p = s
 }
@@ -217,11 +219,13 @@ func JSONMap[E any](r *JSONReader, p *map[string]E, elem func(*JSONReader, *E)) 
 	if m == nil {
 		m = map[string]E{}
 	}
+	e := new(E) // one element decoded into, reset for each key
 	for i := r.Object(); r.More(&i); {
 		key := string(r.Key())
-		var e E
-		elem(r, &e)
-		m[key] = e
+		var zero E
+		*e = zero
+		elem(r, e)
+		m[key] = *e
 	}
 	*p = m
 }
