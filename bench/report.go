@@ -36,7 +36,7 @@ func (r *reporter) add(f figure) {
 	if f.Note != "" {
 		note = "  (" + f.Note + ")"
 	}
-	fmt.Fprintf(r.out, "  %-44s %14s %-10s%s\n", f.Name, formatValue(f.Value), f.Unit, note)
+	fmt.Fprintf(r.out, "  %-52s %14s %-10s%s\n", f.Name, formatValue(f.Value), f.Unit, note)
 }
 
 // say prints a line of context in text mode only.
