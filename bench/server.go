@@ -284,7 +284,9 @@ func bulkLoad(js jetstream.JetStream, req loadRequest) (uint64, error) {
 	var last jetstream.PubAckFuture
 	for i := range req.Count {
 		subject := fmt.Sprintf("$KV.%s.p.%d.item.%d", req.Bucket, (i/per)%prefixes, i%per)
-		f, err := js.PublishAsync(subject, itemValue(i, req.Version, req.ValueSize))
+		// A busy machine can keep 4,096 writes in flight for longer than
+		// nats.go's default stall wait (200 ms), which then fails the load.
+		f, err := js.PublishAsync(subject, itemValue(i, req.Version, req.ValueSize), jetstream.WithStallWait(time.Minute))
 		if err != nil {
 			return 0, err
 		}
