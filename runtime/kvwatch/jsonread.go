@@ -2,7 +2,6 @@ package kvwatch
 
 import (
 	"encoding/json"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -17,7 +16,7 @@ import (
 //     decodes the same bytes again with encoding/json. So what a value
 //     decodes to, or which error it gets, never depends on the path.
 //   - Within the subset the result equals encoding/json's into a zero
-//     value: strings without escapes, numbers in the grammar JSON allows
+//     value: strings, numbers in the grammar JSON allows
 //     that fit their Go type, true/false, null (a no-op, or nil for a
 //     slice or a map), objects whose keys match a field exactly and once,
 //     arrays. A key that matches no field is skipped when it is valid JSON
@@ -125,8 +124,8 @@ func (r *JSONReader) More(i *int) bool {
 	return true
 }
 
-// Key returns the key More moved to. It points into the input: valid until
-// the next call to More, not to be kept.
+// Key returns the key More moved to, unescaped. It may point into the
+// input: valid until the next call to More, not to be kept.
 func (r *JSONReader) Key() []byte { return r.key }
 
 // Array consumes the '[' of an array and returns the counter MoreElems
@@ -195,7 +194,7 @@ func (r *JSONReader) SkipUnknown(fields ...string) {
 		}
 	}
 	for _, f := range fields {
-		if strings.EqualFold(f, string(r.key)) {
+		if equalFoldASCII(f, r.key) {
 			r.failed = true
 			return
 		}
@@ -204,6 +203,27 @@ func (r *JSONReader) SkipUnknown(fields ...string) {
 	if !r.failed && !json.Valid(r.data[start:r.pos]) {
 		r.failed = true
 	}
+}
+
+// equalFoldASCII reports whether ASCII strings a and b are equal under
+// case folding (for ASCII, what Unicode folding and encoding/json do).
+func equalFoldASCII(a string, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // skipValue moves past one JSON value and returns where it began (after
@@ -226,7 +246,12 @@ func (r *JSONReader) skipValue() int {
 				r.skipString()
 				continue
 			case '{', '[':
-				depth++
+				// encoding/json counts depth over the whole input, so
+				// a value handed to it alone must be counted here.
+				if depth++; r.depth+depth > maxJSONDepth {
+					r.failed = true
+					return start
+				}
 			case '}', ']':
 				depth--
 			}
@@ -265,36 +290,4 @@ func isDelimiter(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// stringBytes reads a string without escapes and returns its bytes (in
-// the input); it fails on an escape (the fast path does not unescape), a
-// control character (invalid JSON) or invalid UTF-8 (which encoding/json
-// replaces).
-func (r *JSONReader) stringBytes() ([]byte, bool) {
-	if !r.expect('"') {
-		return nil, false
-	}
-	start, ascii := r.pos, true
-	for r.pos < len(r.data) {
-		c := r.data[r.pos]
-		switch {
-		case c == '"':
-			s := r.data[start:r.pos]
-			r.pos++
-			if !ascii && !utf8.Valid(s) {
-				r.failed = true
-				return nil, false
-			}
-			return s, true
-		case c == '\\' || c < 0x20:
-			r.failed = true
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-		r.pos++
-	}
-	r.failed = true
-	return nil, false
 }

@@ -11,7 +11,7 @@ import (
 // pass them as the element decoders of JSONSlice and JSONMap. Each leaves
 // *p as it is on null, as encoding/json does for these types.
 
-// ReadString decodes a string without escapes into *p.
+// ReadString decodes a string into *p.
 func (r *JSONReader) ReadString(p *string) {
 	if r.Null() {
 		return

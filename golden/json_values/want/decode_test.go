@@ -6,7 +6,6 @@ package jsonvalues
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -105,7 +104,20 @@ var seeds = []string{
 	`"str"`, `1`, ``, ` `, `{"plain":"x"}`, `{"größe":1}`, `{"STATE":"x"}`, `{"ſtate":"x"}`, `{"state":"x"}`,
 	`{"f69":1,"f0":2}`, `{"f64":1,"f64":2}`, `{"f0":1,"f0":2}`, `[1,2,3]`, `[]`, `[2147483648]`, `[1,null]`,
 	`7`, `-7`, `4294967296`, `"2024-01-02T03:04:05Z"`,
+	`{"s":"a\u003cb\u0026c\u003e\n\t\/\\\"\b\f\r"}`, `{"s":"\u00e9\u2028\ud83d\ude00"}`, `{"s":"\ud83d"}`,
+	`{"s":"\ud83dx"}`, `{"s":"\ud83d\u0041"}`, `{"s":"\ude00\ud83d"}`, `{"s":"\u12"}`, `{"s":"\u12G4"}`, `{"s":"\x"}`,
+	`{"s":"\'"}`, `{"s":"\`, `{"s":"\u"}`, "{\"s\":\"\xff\\n\"}", "{\"s\":\"\\n\xff\"}", "{\"s\":\"\\n\x01\"}",
+	`{"s":"\u0000"}`, `{"strs":["\"","\u003c"]}`, `{"by_name":{"\u0061":{}}}`, `{"\u0073":"x"}`,
 	strings.Repeat(`{"tree":[`, 6000) + strings.Repeat(`]}`, 6000),
+	// Depth as encoding/json counts it, over the whole input, also inside
+	// values handed to it (json, unknown keys): 10,000 levels pass, one
+	// more does not.
+	`{"j":` + strings.Repeat(`[`, 9999) + strings.Repeat(`]`, 9999) + `}`,
+	`{"j":` + strings.Repeat(`[`, 10000) + strings.Repeat(`]`, 10000) + `}`,
+	`{"x":` + strings.Repeat(`[`, 9999) + strings.Repeat(`]`, 9999) + `}`,
+	`{"x":` + strings.Repeat(`[`, 10000) + strings.Repeat(`]`, 10000) + `}`,
+	`{"inner":{"zz":` + strings.Repeat(`[`, 9998) + strings.Repeat(`]`, 9998) + `}}`,
+	`{"inner":{"zz":` + strings.Repeat(`[`, 9999) + strings.Repeat(`]`, 9999) + `}}`,
 	strings.Repeat(`{"tree":[`, 100) + strings.Repeat(`]}`, 100),
 }
 
@@ -125,7 +137,10 @@ func TestFastPathDeclinesWhatItMust(t *testing.T) {
 		fast       bool
 	}{
 		{"Everything", `{"s":"x","i":-3,"strs":["a"],"by_name":{"k":{"tree":[]}}}`, true},
-		{"Everything", `{"s":"a\"b"}`, false},                     // escape
+		{"Everything", `{"s":"a\"b\u003c"}`, true},                // escapes
+		{"Everything", `{"s":"\ud800"}`, false},                   // lone surrogate
+		{"Everything", `{"\u0073":"x"}`, true},                    // escaped key
+		{"Everything", `{"\u0053":"x"}`, false},                   // escaped key, case-folded
 		{"Everything", `{"S":"x"}`, false},                        // case-folded key
 		{"Everything", `{"s":"x","s":"y"}`, false},                // repeated key
 		{"Everything", `{"unknown":[1,{"a":"b"}],"s":"x"}`, true}, // skipped
@@ -153,8 +168,8 @@ func TestFastPathDeclinesWhatItMust(t *testing.T) {
 	}
 }
 
-// What json.Marshal writes for values of plain strings takes the fast path
-// and decodes to what encoding/json decodes.
+// What json.Marshal writes takes the fast path and decodes to what
+// encoding/json decodes.
 func TestFastPathReadsMarshalledValues(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	d := decoders()[0]
@@ -176,10 +191,11 @@ func TestFastPathReadsMarshalledValues(t *testing.T) {
 }
 
 // randomEverything returns a value with every field set at random, strings
-// from characters json.Marshal writes as they are (no escapes).
+// with characters json.Marshal writes as they are and characters it
+// escapes (<, >, &, quotes, control characters, U+2028).
 func randomEverything(rng *rand.Rand, depth int) Everything {
 	str := func() string {
-		const chars = "abcXYZ019 -_./:é€"
+		const chars = "abcXYZ019 -_./:é€<>&\"\\\n\t\u2028😀"
 		runes := []rune(chars)
 		var b strings.Builder
 		for range rng.IntN(12) {
@@ -197,7 +213,7 @@ func randomEverything(rng *rand.Rand, depth int) Everything {
 	}
 	if rng.IntN(2) == 1 {
 		v.Raw = []byte(str())
-		v.J = json.RawMessage(fmt.Sprintf(`{"k":[%d,"%s"]}`, rng.IntN(100), str()))
+		v.J, _ = json.Marshal(map[string]any{"k": []any{rng.IntN(100), str()}})
 		v.Addr = netip.AddrFrom4([4]byte{10, byte(rng.IntN(256)), 0, 1})
 	}
 	for range rng.IntN(4) {
