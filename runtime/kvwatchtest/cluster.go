@@ -56,9 +56,11 @@ func (n *Node) start(t testing.TB) {
 		t.Fatalf("kvwatchtest: new server: %v", err)
 	}
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	// 30 s: under -race on 2 cores a node of a starting 3-node cluster was
+	// seen to take over 10 s (TestSurvivesStreamLeaderStepDown, 1 run in 9).
+	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
-		t.Fatalf("kvwatchtest: server not ready within 10s")
+		t.Fatalf("kvwatchtest: server not ready within 30s")
 	}
 	n.Server = s
 	// Keep the ports it got, so that a restart comes back on them.
