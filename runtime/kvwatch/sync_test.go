@@ -178,6 +178,7 @@ func TestKeyCreatedInAnEmptyScopeDuringTheRead(t *testing.T) {
 		for _, vpc := range names[4:] {
 			writeKeys(t, kv, vpc, 600)
 		}
+		readByDirectGet(t, kv)
 		var created atomic.Uint64
 		sub, err := observer.Subscribe("_INBOX.>", func(msg *nats.Msg) {
 			if msg.Header.Get("Status") == "404" && created.Load() == 0 {
@@ -232,35 +233,44 @@ func TestSyncWithoutDirectGet(t *testing.T) {
 	r.waitFor(t, "a live event", func(ev []got, _ []error) bool { return len(ev) == len(keys)+1 })
 }
 
-// The initial state is read by direct get whenever the stream allows it
-// (fresh or overwritten), by the consumer itself otherwise.
+// The initial state is read by what the stream reports: a fresh stream of
+// history 1 by the consumer itself, an overwritten one (or one that keeps
+// history) by direct get, and one without direct get by the consumer.
 func TestInitialStatePathFollowsTheStream(t *testing.T) {
 	js, kv := setup(t)
 	keys := writeKeys(t, kv, "a", 30)
+	// The same keys in a bucket that keeps 5 revisions a key.
+	jsHistory := kvwatchtest.JetStream(t)
+	writeKeys(t, kvwatchtest.BucketWith(t, jsHistory, jetstream.KeyValueConfig{Bucket: "network", History: 5}), "a", 30)
 	for _, c := range []struct {
+		name   string
 		change func()
+		js     jetstream.JetStream
 		want   string
 	}{
-		{func() {}, "direct-get"},
-		{func() { put(t, kv, keys[3], route{CIDR: "overwritten"}) }, "direct-get"},
-		{func() { disableDirectGet(t, js) }, "consumer"},
+		{"fresh", func() {}, js, "consumer"},
+		{"overwritten", func() { put(t, kv, keys[3], route{CIDR: "overwritten"}) }, js, "direct-get"},
+		{"without direct get", func() { disableDirectGet(t, js) }, js, "consumer"},
+		{"fresh, history 5", func() {}, jsHistory, "direct-get"},
 	} {
 		c.change()
 		r := newRecorder()
-		w := startNetwork(t, js, vpcs("a"), r)
+		w := startNetwork(t, c.js, vpcs("a"), r)
 		waitSynced(t, w)
 		checkSyncedState(t, r, keys)
 		if got := w.Stats().InitialState; got != c.want {
-			t.Errorf("InitialState = %q, want %q", got, c.want)
+			t.Errorf("%s: InitialState = %q, want %q", c.name, got, c.want)
 		}
 		w.Stop()
 	}
 }
 
 // A bucket never overwritten before the watcher starts, overwritten while
-// it reads the state: every key is still delivered before synced. (A
-// consumer delivering the state itself would lose overwritten keys' older
-// messages before reaching them, and bring the keys only after synced.)
+// the consumer delivers the state: every key is still delivered before
+// synced. The consumer loses an overwritten key's older message before
+// reaching it, and brings its newer one later: synced waits until the
+// consumer reports nothing pending, not for the stream's last revision
+// when the read began.
 func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
 	js, kv := setup(t)
 	keys := writeKeys(t, kv, "a", 2000)
@@ -277,4 +287,7 @@ func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
 	cancel()
 	wg.Wait()
 	checkSyncedState(t, r, keys)
+	if got := w.Stats().InitialState; got != "consumer" {
+		t.Errorf("InitialState = %q, want consumer (a fresh bucket, drained)", got)
+	}
 }

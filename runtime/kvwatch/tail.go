@@ -90,8 +90,8 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 	reach := func() {
 		if !reached {
 			reached = true
-			if snap.viaConsumer {
-				w.confirmUnseen()
+			if snap.viaConsumer && !snap.drain {
+				w.confirmUnseen() // drained, every key still there came
 			}
 			caughtUp()
 		}
@@ -204,10 +204,11 @@ func (w *Watcher) deleteConsumer(cons jetstream.Consumer) {
 // watcher to its synced state. The rule is by revision: the state is
 // complete once every revision up to snap.catchUp has been applied, which
 // is known when a message beyond it arrives, when the message at or beyond
-// it is applied, or when the consumer reports nothing pending. Counting
-// messages instead (nats.go's "initial values done" marker) can fire
-// early: with history 1 an overwrite removes the older message, moving a
-// key of the initial state behind newer writes.
+// it is applied, or when the consumer reports nothing pending. With
+// snap.drain only the last counts: nothing pending. Counting messages
+// instead (nats.go's "initial values done" marker) can fire early: with
+// history 1 an overwrite removes the older message, moving a key of the
+// initial state behind newer writes.
 type syncTracker struct {
 	snap           snapshotResult
 	initialPending uint64
@@ -224,15 +225,15 @@ func newSyncTracker(snap snapshotResult, info *jetstream.ConsumerInfo) *syncTrac
 // done reports whether the watcher is synced before any message arrives:
 // nothing pending, or nothing to catch up beyond the state read.
 func (t *syncTracker) done() bool {
-	return t.initialPending == 0 || t.snap.catchUp <= t.snap.upTo
+	return t.initialPending == 0 || !t.snap.drain && t.snap.catchUp <= t.snap.upTo
 }
 
 // passed reports whether a message at rev shows that everything the synced
 // state needs was already applied.
-func (t *syncTracker) passed(rev uint64) bool { return rev > t.snap.catchUp }
+func (t *syncTracker) passed(rev uint64) bool { return !t.snap.drain && rev > t.snap.catchUp }
 
 // delivered records a message at rev, after which pending messages remain,
 // and reports whether the watcher is now synced.
 func (t *syncTracker) delivered(rev, pending uint64) bool {
-	return pending == 0 || rev >= t.snap.catchUp
+	return pending == 0 || !t.snap.drain && rev >= t.snap.catchUp
 }
