@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,22 +51,68 @@ func fillOptions(t testing.TB, opts *server.Options) server.Options {
 
 func (n *Node) start(t testing.TB) {
 	t.Helper()
+	if err := n.tryStart(); err != nil {
+		t.Fatalf("kvwatchtest: %v", err)
+	}
+}
+
+// tryStart starts the server and waits until it takes connections. A
+// listener that cannot bind (a port picked free and taken since, by
+// another test's server) fails at once instead of after the wait.
+func (n *Node) tryStart() error {
 	opts := n.opts // the server keeps and changes its own copy
 	s, err := server.NewServer(&opts)
 	if err != nil {
-		t.Fatalf("kvwatchtest: new server: %v", err)
+		return fmt.Errorf("new server: %w", err)
 	}
+	fatal := &fatalLog{}
+	s.SetLoggerV2(fatal, false, false, false)
 	s.Start()
-	// 30 s: under -race on 2 cores a node of a starting 3-node cluster was
-	// seen to take over 10 s (TestSurvivesStreamLeaderStepDown, 1 run in 9).
-	if !s.ReadyForConnections(30 * time.Second) {
+	deadline := time.Now().Add(20 * time.Second)
+	for !s.ReadyForConnections(100 * time.Millisecond) {
+		msg := fatal.first()
+		if msg == "" && time.Now().Before(deadline) {
+			continue
+		}
 		s.Shutdown()
-		t.Fatalf("kvwatchtest: server not ready within 30s")
+		s.WaitForShutdown()
+		if msg == "" {
+			msg = "not ready within 20s"
+		}
+		return fmt.Errorf("server %s: %s", n.opts.ServerName, msg)
 	}
 	n.Server = s
 	// Keep the ports it got, so that a restart comes back on them.
 	n.opts.Port = s.Addr().(*net.TCPAddr).Port
+	return nil
 }
+
+// fatalLog is a server logger that keeps the server's fatal errors (which
+// include a listener that cannot bind) and drops everything else.
+type fatalLog struct {
+	mu  sync.Mutex
+	msg string
+}
+
+func (l *fatalLog) Fatalf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.msg == "" {
+		l.msg = fmt.Sprintf(format, v...)
+	}
+}
+
+func (l *fatalLog) first() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.msg
+}
+
+func (*fatalLog) Noticef(string, ...any) {}
+func (*fatalLog) Warnf(string, ...any)   {}
+func (*fatalLog) Errorf(string, ...any)  {}
+func (*fatalLog) Debugf(string, ...any)  {}
+func (*fatalLog) Tracef(string, ...any)  {}
 
 // freePort returns a loopback TCP port nothing listens on right now.
 func freePort(t testing.TB) int {
@@ -106,22 +153,16 @@ type Cluster struct {
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{}
-	name := fmt.Sprintf("kvwatchtest-%d", time.Now().UnixNano())
-	// A JetStream cluster needs its routes configured before it starts:
-	// pick free ports for them first.
-	ports := make([]int, n)
-	routes := make([]string, n)
-	for i := range ports {
-		ports[i] = freePort(t)
-		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", ports[i])
-	}
-	for i := range n {
-		opts := &server.Options{ServerName: fmt.Sprintf("n%d", i+1)}
-		opts.Cluster.Name = name
-		opts.Cluster.Host = "127.0.0.1"
-		opts.Cluster.Port = ports[i]
-		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-		c.Nodes = append(c.Nodes, StartNode(t, opts))
+	for attempt := 1; ; attempt++ {
+		nodes, err := startNodes(t, n)
+		if err == nil {
+			c.Nodes = nodes
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("kvwatchtest: starting a %d-node cluster, 3 attempts: %v", n, err)
+		}
+		t.Logf("kvwatchtest: starting a %d-node cluster again: %v", n, err)
 	}
 	_, js := Connect(t, c.Nodes[0].Server, nats.MaxReconnects(-1))
 	Eventually(t, 20*time.Second, "JetStream cluster ready", func() bool {
@@ -131,6 +172,39 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		return err == nil
 	})
 	return c
+}
+
+// startNodes starts the n servers of a new cluster. A JetStream cluster
+// needs its routes configured before it starts, so their ports are picked
+// free first; one taken meanwhile (by another test's server) makes a node
+// fail to start, and the nodes already started are stopped.
+func startNodes(t testing.TB, n int) ([]*Node, error) {
+	t.Helper()
+	name := fmt.Sprintf("kvwatchtest-%d", time.Now().UnixNano())
+	ports := make([]int, n)
+	routes := make([]string, n)
+	for i := range ports {
+		ports[i] = freePort(t)
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", ports[i])
+	}
+	var nodes []*Node
+	for i := range n {
+		opts := &server.Options{ServerName: fmt.Sprintf("n%d", i+1)}
+		opts.Cluster.Name = name
+		opts.Cluster.Host = "127.0.0.1"
+		opts.Cluster.Port = ports[i]
+		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		node := &Node{opts: fillOptions(t, opts)}
+		if err := node.tryStart(); err != nil {
+			for _, started := range nodes {
+				started.Stop()
+			}
+			return nil, err
+		}
+		t.Cleanup(node.Stop)
+		nodes = append(nodes, node)
+	}
+	return nodes, nil
 }
 
 // URL is every node's client URL, comma-separated, as nats.Connect takes

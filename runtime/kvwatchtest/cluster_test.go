@@ -2,9 +2,13 @@ package kvwatchtest
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -43,5 +47,27 @@ func TestCluster(t *testing.T) {
 	})
 	if e, err := kv.Get(ctx, "k"); err != nil || string(e.Value()) != "v3" {
 		t.Fatalf("Get after the write with the restarted node = %v, %v", e, err)
+	}
+}
+
+// A node whose route port was taken after it was picked (by another test's
+// server) fails to start with the server's own reason, at once, rather
+// than after waiting out the readiness timeout: StartCluster then starts
+// the cluster over on other ports.
+func TestNodeOnATakenPortSaysSo(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	opts := &server.Options{ServerName: "n1"}
+	opts.Cluster.Name = "taken"
+	opts.Cluster.Host = "127.0.0.1"
+	opts.Cluster.Port = taken.Addr().(*net.TCPAddr).Port
+	opts.Routes = server.RoutesFromStr(fmt.Sprintf("nats://127.0.0.1:%d", opts.Cluster.Port))
+	n := &Node{opts: fillOptions(t, opts)}
+	err = n.tryStart()
+	if err == nil || !strings.Contains(err.Error(), "Error listening on router port") {
+		t.Fatalf("tryStart = %v, want the router port's listen error", err)
 	}
 }
