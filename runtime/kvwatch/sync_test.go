@@ -273,16 +273,25 @@ func TestInitialStatePathFollowsTheStream(t *testing.T) {
 // when the read began.
 func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
 	js, kv := setup(t)
-	keys := writeKeys(t, kv, "a", 2000)
-	r := newRecorder()
-	w := startNetwork(t, js, vpcs("a"), r)
+	keys := writeKeys(t, kv, "a", 5000)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ctx.Err() == nil; i++ {
-			kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"w"}`))
-		}
-	})
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	// The writer starts once the watcher has read the stream's state (a
+	// fresh bucket: no interior delete yet), just before its consumer is
+	// created: its overwrites race the consumer's delivery.
+	faulty := &faultyJS{JetStream: js, beforeConsumer: func() {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"w"}`))
+			}
+		})
+	}}
+	r := newRecorder()
+	w := startNetwork(t, faulty, vpcs("a"), r)
 	waitSynced(t, w)
 	cancel()
 	wg.Wait()
