@@ -133,9 +133,9 @@ func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
 	if r == nil {
 		return w.initialState(ctx)
 	}
-	stream, err := w.js.Stream(ctx, w.stream)
+	stream, err := w.readableStream(ctx)
 	if err != nil {
-		return snapshotResult{}, w.streamErr(err)
+		return snapshotResult{}, err
 	}
 	info := stream.CachedInfo()
 	if why := w.deltaUnprovable(r, info); why != "" {

@@ -81,9 +81,9 @@ const (
 //     overwritten bucket that delivery is slow enough for steady writes to
 //     keep it from ever draining.
 func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
-	stream, err := w.js.Stream(ctx, w.stream)
+	stream, err := w.readableStream(ctx)
 	if err != nil {
-		return snapshotResult{}, w.streamErr(err)
+		return snapshotResult{}, err
 	}
 	info := stream.CachedInfo()
 	w.setStreamCreated(info.Created)
@@ -101,6 +101,22 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 		return byConsumer, nil
 	}
 	return res, err
+}
+
+// readableStream returns the watcher's stream with its info: the first
+// time, as Start fetched it a moment before (a fleet restarting thousands
+// of watchers spares the server a request each); after that, asked again
+// (a retried read needs the stream's state as it is).
+func (w *Watcher) readableStream(ctx context.Context) (jetstream.Stream, error) {
+	if stream := w.startStream; stream != nil {
+		w.startStream = nil
+		return stream, nil
+	}
+	stream, err := w.js.Stream(ctx, w.stream)
+	if err != nil {
+		return nil, w.streamErr(err)
+	}
+	return stream, nil
 }
 
 // readState reads the newest entry of every key matching filters, without

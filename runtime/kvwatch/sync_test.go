@@ -300,3 +300,31 @@ func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
 		t.Errorf("InitialState = %q, want consumer (a fresh bucket, drained)", got)
 	}
 }
+
+// Starting a watcher asks for the stream's info once: Start's check that
+// the bucket exists also serves the first read. A fleet restarting
+// thousands of watchers spares the server a request each.
+func TestStartAsksForTheStreamOnce(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, js := kvwatchtest.Connect(t, s)
+	kv := kvwatchtest.Bucket(t, js, "network")
+	keys := writeKeys(t, kv, "a", 20)
+	observer, _ := kvwatchtest.Connect(t, s)
+	infos, err := observer.SubscribeSync("$JS.API.STREAM.INFO.KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	waitSynced(t, w)
+	checkSyncedState(t, r, keys)
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := infos.Pending(); n != 1 {
+		t.Errorf("%d stream info requests to start a watcher, want 1", n)
+	}
+}

@@ -29,10 +29,14 @@ type Watcher struct {
 	spec          *BucketSpec
 	stream        string // "KV_" + bucket
 	subjectPrefix string // "$KV.<bucket>."
-	bindings      []AnyBinding
-	templates     []*Template // templates[i] belongs to bindings[i]
-	scopes        []compiledScope
-	filters       []string // normalized; empty means watch nothing
+	// startStream is the stream as Start found it: the first read uses its
+	// info instead of asking again (see readableStream). Set before the
+	// watch goroutine starts, then only used there.
+	startStream jetstream.Stream
+	bindings    []AnyBinding
+	templates   []*Template // templates[i] belongs to bindings[i]
+	scopes      []compiledScope
+	filters     []string // normalized; empty means watch nothing
 	// scopeKeys matches keys against the filters: the keys in scope.
 	scopeKeys *filterMatcher
 
@@ -110,9 +114,11 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		return nil, err
 	}
 	if len(w.filters) > 0 {
-		if _, err := js.Stream(ctx, w.stream); err != nil {
+		stream, err := js.Stream(ctx, w.stream)
+		if err != nil {
 			return nil, w.streamErr(err)
 		}
+		w.startStream = stream
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: start",
