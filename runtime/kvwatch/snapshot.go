@@ -28,10 +28,10 @@ type snapshotResult struct {
 	// viaConsumer is set when the consumer delivers the initial state
 	// itself (last per subject) instead of a read without a consumer.
 	viaConsumer bool
-	// drain, with viaConsumer, syncs the watcher only once the consumer
-	// reports nothing pending, instead of at catchUp: exact, where the
-	// stream's pending count is (history 1; see snapshot).
-	drain bool
+	// scan, with viaConsumer, completes the state the consumer delivered
+	// up to catchUp by reading what was written after it (scanSince), and
+	// syncs the watcher at the stream's end then.
+	scan bool
 	// replayInitial flags the tail's entries as initial until it has
 	// caught up, on a synced watcher too: SetScopes without direct get
 	// replays the state of every scope through the consumer, and entries
@@ -60,14 +60,12 @@ const (
 //   - a stream of history 1 that has never lost a message in its interior
 //     (no key overwritten or deleted yet: a fresh bucket) is delivered by
 //     the consumer itself (last per subject), the fastest way there: the
-//     server spends 2.0 µs an entry on it against 2.7 by direct get, and
-//     go run ./bench -scenario initial-sync read 285,351 entries/s against
-//     257,591 (at c98d796 and at 93779b3). The watcher is synced once the
-//     consumer reports nothing pending (drain): a key overwritten while
-//     the delivery runs loses its older message before the consumer
-//     reaches it, and its newer one comes before that point. With history
-//     1 the server's pending count is exact: every message it counts is
-//     delivered or removed, and a removal is uncounted;
+//     server spends ~2.0 µs an entry on it against ~2.7 by direct get
+//     (go run ./bench -scenario initial-sync). Once the consumer has
+//     passed the stream's last revision as it was before the consumer
+//     was created, what was written meanwhile is read by direct get up
+//     to the stream's end, where the watcher is synced (scanSince, which
+//     says why the consumer alone cannot be exact);
 //   - otherwise by batched direct get, without a consumer (readState),
 //     when the stream allows it: index-driven, so an overwritten bucket
 //     reads as fast as a fresh one, where a multi-filter consumer's own
@@ -77,9 +75,6 @@ const (
 //     the consumer has passed the stream's last sequence as it was before
 //     the consumer was created. A key overwritten while that delivery
 //     runs comes just after the watcher is synced, as a live event.
-//     Waiting for the consumer to drain would be exact too, but on an
-//     overwritten bucket that delivery is slow enough for steady writes to
-//     keep it from ever draining.
 func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	stream, err := w.readableStream(ctx)
 	if err != nil {
@@ -90,10 +85,10 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	last := info.State.LastSeq
 	byConsumer := snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}
 	switch {
-	case info.State.NumDeleted == 0 && info.Config.MaxMsgsPerSubject == 1:
-		byConsumer.drain = true
-		return byConsumer, nil
 	case !info.Config.AllowDirect:
+		return byConsumer, nil
+	case info.State.NumDeleted == 0 && info.Config.MaxMsgsPerSubject == 1:
+		byConsumer.scan = true
 		return byConsumer, nil
 	}
 	res, err := w.readState(ctx, stream, w.filters, last)

@@ -36,9 +36,10 @@ type Stats struct {
 	// (batched reads without a consumer), "direct-get-listing" (a scope
 	// held more than 1,024 keys: listed, then read in chunks), "consumer"
 	// (the consumer's own last-per-subject delivery: the stream has no
-	// interior deletes, where that is fastest, or does not allow direct
-	// get), "resume" (the delta after a checkpoint), or "" (not read yet,
-	// or nothing to watch).
+	// interior deletes, where that is fastest, and what was written during
+	// the delivery is then read by direct get; or the stream does not
+	// allow direct get), "resume" (the delta after a checkpoint), or ""
+	// (not read yet, or nothing to watch).
 	InitialState string
 	// Resume is how a watcher started from a checkpoint caught up: "delta"
 	// (only the changes after the checkpoint's revision), "relist" (the

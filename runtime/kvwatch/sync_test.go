@@ -297,7 +297,7 @@ func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
 	wg.Wait()
 	checkSyncedState(t, r, keys)
 	if got := w.Stats().InitialState; got != "consumer" {
-		t.Errorf("InitialState = %q, want consumer (a fresh bucket, drained)", got)
+		t.Errorf("InitialState = %q, want consumer (a fresh bucket)", got)
 	}
 }
 

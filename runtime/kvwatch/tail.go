@@ -87,17 +87,34 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		slog.String("bucket", w.spec.Bucket), slog.String("initial_state", snap.path),
 		slog.Uint64("from", cfg.OptStartSeq), slog.Uint64("pending", tracker.initialPending))
 	reached := false
-	reach := func() {
-		if !reached {
-			reached = true
-			if snap.viaConsumer && !snap.drain {
-				w.confirmUnseen() // drained, every key still there came
-			}
-			caughtUp()
+	// scannedTo is, with snap.scan, the stream's end the scan reached: the
+	// consumer's entries up to it are in the state already.
+	var scannedTo uint64
+	reach := func() error {
+		if reached {
+			return nil
 		}
+		if snap.scan {
+			end, err := w.scanSince(w.ctx, snap.catchUp)
+			if err != nil {
+				return err
+			}
+			scannedTo = end
+			if end > w.revision() {
+				w.setRevision(end)
+			}
+		}
+		reached = true
+		if snap.viaConsumer && !snap.scan {
+			w.confirmUnseen() // scanned, every key still there came
+		}
+		caughtUp()
+		return nil
 	}
 	if tracker.done() {
-		reach()
+		if err := reach(); err != nil {
+			return err
+		}
 	}
 	var received uint64
 	for {
@@ -129,7 +146,12 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		w.stats.received.Add(1)
 		rev := meta.streamSeq
 		if !reached && tracker.passed(rev) {
-			reach()
+			if err := reach(); err != nil {
+				return err
+			}
+		}
+		if rev <= scannedTo {
+			continue // the scan delivered the state up to scannedTo
 		}
 		e := rawEntry{
 			key:      key,
@@ -142,7 +164,9 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		}
 		w.deliver(e)
 		if !reached && tracker.delivered(rev, meta.pending) {
-			reach()
+			if err := reach(); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -204,11 +228,12 @@ func (w *Watcher) deleteConsumer(cons jetstream.Consumer) {
 // watcher to its synced state. The rule is by revision: the state is
 // complete once every revision up to snap.catchUp has been applied, which
 // is known when a message beyond it arrives, when the message at or beyond
-// it is applied, or when the consumer reports nothing pending. With
-// snap.drain only the last counts: nothing pending. Counting messages
-// instead (nats.go's "initial values done" marker) can fire early: with
-// history 1 an overwrite removes the older message, moving a key of the
-// initial state behind newer writes.
+// it is applied, or when the consumer reports nothing pending. (With
+// snap.scan, what was written after catchUp is then read up to the
+// stream's end: see scanSince.) Counting messages instead (nats.go's
+// "initial values done" marker) can fire early: with history 1 an
+// overwrite removes the older message, moving a key of the initial state
+// behind newer writes.
 type syncTracker struct {
 	snap           snapshotResult
 	initialPending uint64
@@ -225,15 +250,15 @@ func newSyncTracker(snap snapshotResult, info *jetstream.ConsumerInfo) *syncTrac
 // done reports whether the watcher is synced before any message arrives:
 // nothing pending, or nothing to catch up beyond the state read.
 func (t *syncTracker) done() bool {
-	return t.initialPending == 0 || !t.snap.drain && t.snap.catchUp <= t.snap.upTo
+	return t.initialPending == 0 || t.snap.catchUp <= t.snap.upTo
 }
 
 // passed reports whether a message at rev shows that everything the synced
 // state needs was already applied.
-func (t *syncTracker) passed(rev uint64) bool { return !t.snap.drain && rev > t.snap.catchUp }
+func (t *syncTracker) passed(rev uint64) bool { return rev > t.snap.catchUp }
 
 // delivered records a message at rev, after which pending messages remain,
 // and reports whether the watcher is now synced.
 func (t *syncTracker) delivered(rev, pending uint64) bool {
-	return pending == 0 || !t.snap.drain && rev >= t.snap.catchUp
+	return pending == 0 || rev >= t.snap.catchUp
 }

@@ -1,0 +1,243 @@
+package kvwatch_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+)
+
+// A fresh bucket is delivered by the consumer and completed by a scan of
+// what was written meanwhile. Racing that delivery, a writer creates,
+// overwrites (often the newest keys, near the consumer's position),
+// deletes and purges keys, one at a time or in bursts; the cache at
+// OnSynced must be the bucket's state at the watcher's revision: every
+// key, at its revision, with its value, and no other. Without the scan
+// (synced when the consumer passes the stream's last revision at its
+// start) every run fails; trusting the consumer's "nothing pending"
+// instead failed about one run in five.
+func TestSyncedExactOnAFreshBucketUnderMixedWrites(t *testing.T) {
+	for _, bursts := range []bool{false, true} {
+		name := map[bool]string{false: "one at a time", true: "bursts"}[bursts]
+		t.Run(name, func(t *testing.T) { syncedExactUnderMixedWrites(t, bursts) })
+	}
+}
+
+func syncedExactUnderMixedWrites(t *testing.T, bursts bool) {
+	js, _ := setup(t)
+	log := &writeLog{}
+	keys := make([]string, 3000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("vpc.a.route.r%d", i)
+		log.publish(t, js, write{key: keys[i], op: "PUT", value: fmt.Sprintf(`{"cidr":"i%d"}`, i)})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	// The writer starts once the watcher has read the stream's state (a
+	// fresh bucket), just before its consumer is created.
+	faulty := &faultyJS{JetStream: js, beforeConsumer: func() {
+		wg.Go(func() { mixedWrites(ctx, t, js, log, keys, bursts) })
+	}}
+	var watcher atomic.Pointer[kvwatch.Watcher]
+	var atSync kvwatch.Checkpoint
+	var atSyncErr error
+	synced := make(chan struct{})
+	onSynced := kvwatch.OnSynced(func() {
+		// On the event goroutine: nothing moves while the cache is read.
+		// Start may not have returned yet.
+		for watcher.Load() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		atSync, atSyncErr = watcher.Load().Checkpoint()
+		close(synced)
+	})
+	r := newRecorder()
+	_, _, bindings := networkBindings(r)
+	w, err := kvwatch.Start(context.Background(), faulty, &network, vpcs("a"), bindings, append(r.options(), onSynced)...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	watcher.Store(w)
+	select {
+	case <-synced:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("not synced within 15 s; stats %+v", w.Stats())
+	}
+	wg.Wait() // the writer's log is complete
+	if atSyncErr != nil {
+		t.Fatalf("Checkpoint in OnSynced: %v", atSyncErr)
+	}
+	checkStateAt(t, atSync, log)
+	if got := w.Stats().InitialState; got != "consumer" {
+		t.Errorf("InitialState = %q, want consumer (a fresh bucket)", got)
+	}
+}
+
+// mixedWrites writes 60 rounds of 50 operations on the route keys of vpc a.
+func mixedWrites(ctx context.Context, t *testing.T, js jetstream.JetStream, log *writeLog, keys []string, bursts bool) {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	live, next := slices.Clone(keys), len(keys)
+	for round := 0; round < 60 && ctx.Err() == nil; round++ {
+		var burst []write
+		for j := range 50 {
+			var w write
+			switch x := rng.IntN(10); {
+			case x < 3:
+				w = write{key: fmt.Sprintf("vpc.a.route.r%d", next), op: "PUT"}
+				next++
+				live = append(live, w.key)
+			case x < 6 && rng.IntN(2) == 0: // one of the newest keys
+				w = write{key: live[len(live)-1-rng.IntN(min(len(live), 20))], op: "PUT"}
+			case x < 6:
+				w = write{key: live[rng.IntN(len(live))], op: "PUT"}
+			case x < 8:
+				w = write{key: live[rng.IntN(len(live))], op: "DEL"}
+			default:
+				w = write{key: live[rng.IntN(len(live))], op: "PURGE"}
+			}
+			if w.op == "PUT" {
+				w.value = fmt.Sprintf(`{"cidr":"w%d.%d"}`, round, j)
+			}
+			if !bursts {
+				log.publish(t, js, w)
+				continue
+			}
+			burst = append(burst, w)
+		}
+		if bursts {
+			log.publishAsync(t, js, burst)
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+		}
+	}
+}
+
+// write is one operation on a key, with the revision the server gave it.
+type write struct {
+	rev   uint64
+	key   string
+	op    string // PUT, DEL or PURGE
+	value string
+}
+
+// msg is the message nats.go's KV sends for w.
+func (w write) msg() *nats.Msg {
+	m := nats.NewMsg("$KV.network." + w.key)
+	switch w.op {
+	case "DEL":
+		m.Header.Set("KV-Operation", "DEL")
+	case "PURGE":
+		m.Header.Set("KV-Operation", "PURGE")
+		m.Header.Set("Nats-Rollup", "sub")
+	default:
+		m.Data = []byte(w.value)
+	}
+	return m
+}
+
+// writeLog records every write with its revision.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []write
+}
+
+func (l *writeLog) publish(t *testing.T, js jetstream.JetStream, w write) {
+	ack, err := js.PublishMsg(context.Background(), w.msg())
+	if err != nil {
+		t.Errorf("publish %s: %v", w.key, err)
+		return
+	}
+	w.rev = ack.Sequence
+	l.mu.Lock()
+	l.writes = append(l.writes, w)
+	l.mu.Unlock()
+}
+
+func (l *writeLog) publishAsync(t *testing.T, js jetstream.JetStream, ws []write) {
+	acks := make([]jetstream.PubAckFuture, len(ws))
+	for i, w := range ws {
+		f, err := js.PublishMsgAsync(w.msg())
+		if err != nil {
+			t.Errorf("publish %s: %v", w.key, err)
+			return
+		}
+		acks[i] = f
+	}
+	for i, f := range acks {
+		select {
+		case ack := <-f.Ok():
+			ws[i].rev = ack.Sequence
+			l.mu.Lock()
+			l.writes = append(l.writes, ws[i])
+			l.mu.Unlock()
+		case err := <-f.Err():
+			t.Errorf("publish %s: %v", ws[i].key, err)
+		}
+	}
+}
+
+// stateAt returns every key that exists at revision rev, with its last
+// write at or below rev.
+func (l *writeLog) stateAt(rev uint64) map[string]write {
+	l.mu.Lock()
+	writes := slices.Clone(l.writes)
+	l.mu.Unlock()
+	slices.SortFunc(writes, func(a, b write) int { return cmp.Compare(a.rev, b.rev) })
+	state := map[string]write{}
+	for _, w := range writes {
+		if w.rev > rev {
+			break
+		}
+		if w.op == "PUT" {
+			state[w.key] = w
+		} else {
+			delete(state, w.key)
+		}
+	}
+	return state
+}
+
+// checkStateAt checks that the routes of cp are the state at its revision.
+func checkStateAt(t *testing.T, cp kvwatch.Checkpoint, log *writeLog) {
+	t.Helper()
+	got := map[string]kvwatch.Entry[routeKey, route]{}
+	for _, e := range cp.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+		got[e.Key.String()] = e
+	}
+	want := log.stateAt(cp.Revision)
+	var bad []string
+	for key, w := range want {
+		e, ok := got[key]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("missing %s at %d", key, w.rev))
+		case e.Revision != w.rev || `{"cidr":"`+e.Value.CIDR+`"}` != w.value:
+			bad = append(bad, fmt.Sprintf("%s at %d %q, want at %d %s", key, e.Revision, e.Value.CIDR, w.rev, w.value))
+		}
+	}
+	for key, e := range got {
+		if _, ok := want[key]; !ok {
+			bad = append(bad, fmt.Sprintf("%s at %d: gone at %d", key, e.Revision, cp.Revision))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		t.Errorf("the cache at OnSynced (revision %d) is not the bucket's state then, %d differences:\n%s",
+			cp.Revision, len(bad), strings.Join(bad[:min(len(bad), 20)], "\n"))
+	}
+}
