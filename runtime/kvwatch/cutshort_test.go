@@ -60,7 +60,6 @@ func TestManySmallScopesReadInFewRequests(t *testing.T) {
 		names[i] = fmt.Sprintf("v%d", i)
 		put(t, kv, "vpc."+names[i]+".route.r", route{CIDR: names[i]})
 	}
-	readByDirectGet(t, kv)
 	requests := directGetRequests(t, s)
 	r := newRecorder()
 	w, routes, configs := startCached(t, js, vpcs(names...), r)
@@ -105,7 +104,6 @@ func TestDenseScopesReadWithoutRefusals(t *testing.T) {
 			return false
 		}
 	})
-	readByDirectGet(t, kv)
 	refusals := directGetRefusals(t, s)
 	r := newRecorder()
 	w, routes, configs := startCached(t, js, vpcs(names...), r)

@@ -222,19 +222,6 @@ func disableDirectGet(t *testing.T, js jetstream.JetStream) {
 	updateStream(t, js, func(cfg *jetstream.StreamConfig) { cfg.AllowDirect = false })
 }
 
-// readByDirectGet makes the stream's next initial read go by direct get:
-// a key outside every scope the tests watch, written twice, leaves an
-// interior delete (a fresh stream of history 1 is delivered by the
-// consumer itself instead).
-func readByDirectGet(t *testing.T, kv jetstream.KeyValue) {
-	t.Helper()
-	for range 2 {
-		if _, err := kv.Put(context.Background(), "zz.churn", []byte(`{}`)); err != nil {
-			t.Fatalf("put zz.churn: %v", err)
-		}
-	}
-}
-
 // put writes v as JSON under key.
 func put(t *testing.T, kv jetstream.KeyValue, key string, v any) uint64 {
 	t.Helper()

@@ -84,34 +84,6 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 }
 
-// On a fresh bucket the consumer delivers the state and a direct get
-// reads what was written meanwhile: the documented permissions cover
-// both. A key written just before the consumer starts is in the state at
-// sync (read by that direct get, or by the consumer).
-func TestLeastPrivilegeOnAFreshBucket(t *testing.T) {
-	s := kvwatchtest.ServerWith(t, &server.Options{Users: []*server.User{
-		{Username: "admin", Password: "admin"},
-		{Username: "watcher", Password: "watcher", Permissions: watcherPermissions()},
-	}})
-	_, admin := kvwatchtest.Connect(t, s, nats.UserInfo("admin", "admin"))
-	kv := kvwatchtest.Bucket(t, admin, "network")
-	keys := writeKeys(t, kv, "a", 50)
-	_, js := kvwatchtest.Connect(t, s, nats.UserInfo("watcher", "watcher"))
-	faulty := &faultyJS{JetStream: js, beforeConsumer: func() {
-		put(t, kv, keys[7], route{CIDR: "meanwhile"})
-	}}
-	r := newRecorder()
-	w := startNetwork(t, faulty, vpcs("a"), r)
-	waitSynced(t, w)
-	checkSyncedState(t, r, keys)
-	if got := w.Stats().InitialState; got != "consumer" {
-		t.Errorf("InitialState = %q, want consumer (a fresh bucket)", got)
-	}
-	if _, errs := r.snapshot(); len(errs) > 0 {
-		t.Fatalf("errors with the documented permissions: %v", errs)
-	}
-}
-
 // On a stream without direct get, a re-list the consumer delivered asks
 // the stream whether the keys it did not deliver still exist
 // ($JS.API.STREAM.MSG.GET, listed in the README for that case only). A

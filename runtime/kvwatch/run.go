@@ -123,10 +123,8 @@ func (w *Watcher) watch() error {
 			// delivers the state (the initial one, or a SetScopes replay)
 			// and failed before delivering anything starts over as is: the
 			// watcher's revision, older than what it replays, would skip
-			// entries. A consumer delivery completed by a scan still
-			// needs it: the rest of a fresh stream comes in order of
-			// revision, up to catchUp, and the scan reads what follows.
-			snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path, replayInitial: snap.replayInitial, scan: snap.scan}
+			// entries.
+			snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path, replayInitial: snap.replayInitial}
 		}
 	}
 }

@@ -28,10 +28,6 @@ type snapshotResult struct {
 	// viaConsumer is set when the consumer delivers the initial state
 	// itself (last per subject) instead of a read without a consumer.
 	viaConsumer bool
-	// scan, with viaConsumer, completes the state the consumer delivered
-	// up to catchUp by reading what was written after it (scanSince), and
-	// syncs the watcher at the stream's end then.
-	scan bool
 	// replayInitial flags the tail's entries as initial until it has
 	// caught up, on a synced watcher too: SetScopes without direct get
 	// replays the state of every scope through the consumer, and entries
@@ -55,26 +51,27 @@ const (
 )
 
 // snapshot reads the current entry of every key in the watcher's filters
-// and delivers each as an initial event, by what the stream reports:
+// and delivers each as an initial event:
 //
-//   - a stream of history 1 that has never lost a message in its interior
-//     (no key overwritten or deleted yet: a fresh bucket) is delivered by
-//     the consumer itself (last per subject), the fastest way there: the
-//     server spends ~2.0 µs an entry on it against ~2.7 by direct get
-//     (go run ./bench -scenario initial-sync). Once the consumer has
-//     passed the stream's last revision as it was before the consumer
-//     was created, what was written meanwhile is read by direct get up
-//     to the stream's end, where the watcher is synced (scanSince, which
-//     says why the consumer alone cannot be exact);
-//   - otherwise by batched direct get, without a consumer (readState),
-//     when the stream allows it: index-driven, so an overwritten bucket
-//     reads as fast as a fresh one, where a multi-filter consumer's own
-//     delivery slows down by orders of magnitude; its first answer is
-//     atomic, and the seam with the tail is exact under writes;
-//   - otherwise (no direct get) by the consumer's own delivery, synced once
-//     the consumer has passed the stream's last sequence as it was before
-//     the consumer was created. A key overwritten while that delivery
-//     runs comes just after the watcher is synced, as a live event.
+//   - by batched direct get, without a consumer (readState), whenever the
+//     stream allows it. Its first answer is atomic, and the seam with the
+//     tail is exact under writes; once a bucket has been overwritten, a
+//     consumer's own initial delivery slows down by orders of magnitude.
+//     On a fresh bucket the consumer's delivery is cheaper for the server
+//     (~2.0 against ~2.7 µs an entry, go run ./bench -scenario
+//     initial-sync), but has no exact point to sync at under writes: its
+//     pending count can say "nothing" early (the server counts new
+//     messages on another goroutine), and completing it by direct get
+//     means scanning what the whole bucket received meanwhile, from
+//     wherever the watcher's scopes end: up to the whole bucket for a
+//     node watching a few tenants, on every node of a fleet at once;
+//   - otherwise by the consumer's own last-per-subject delivery. The
+//     watcher is synced once the consumer has passed the stream's last
+//     sequence as it was before the consumer was created, or reports
+//     nothing pending. A key overwritten while that delivery runs loses
+//     its older message before the consumer reaches it (history 1 keeps
+//     one): it comes just after the watcher is synced, as a live event.
+//     Direct get avoids that; a consumer cannot.
 func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	stream, err := w.readableStream(ctx)
 	if err != nil {
@@ -84,11 +81,7 @@ func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
 	w.setStreamCreated(info.Created)
 	last := info.State.LastSeq
 	byConsumer := snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}
-	switch {
-	case !info.Config.AllowDirect:
-		return byConsumer, nil
-	case info.State.NumDeleted == 0 && info.Config.MaxMsgsPerSubject == 1:
-		byConsumer.scan = true
+	if !info.Config.AllowDirect {
 		return byConsumer, nil
 	}
 	res, err := w.readState(ctx, stream, w.filters, last)

@@ -35,9 +35,7 @@ type Stats struct {
 	// InitialState is how the initial state was read: "direct-get"
 	// (batched reads without a consumer), "direct-get-listing" (a scope
 	// held more than 1,024 keys: listed, then read in chunks), "consumer"
-	// (the consumer's own last-per-subject delivery: the stream has no
-	// interior deletes, where that is fastest, and what was written during
-	// the delivery is then read by direct get; or the stream does not
+	// (the consumer's own last-per-subject delivery: the stream does not
 	// allow direct get), "resume" (the delta after a checkpoint), or ""
 	// (not read yet, or nothing to watch).
 	InitialState string

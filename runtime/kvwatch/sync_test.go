@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,7 +179,6 @@ func TestKeyCreatedInAnEmptyScopeDuringTheRead(t *testing.T) {
 		for _, vpc := range names[4:] {
 			writeKeys(t, kv, vpc, 600)
 		}
-		readByDirectGet(t, kv)
 		var created atomic.Uint64
 		sub, err := observer.Subscribe("_INBOX.>", func(msg *nats.Msg) {
 			if msg.Header.Get("Status") == "404" && created.Load() == 0 {
@@ -233,9 +233,8 @@ func TestSyncWithoutDirectGet(t *testing.T) {
 	r.waitFor(t, "a live event", func(ev []got, _ []error) bool { return len(ev) == len(keys)+1 })
 }
 
-// The initial state is read by what the stream reports: a fresh stream of
-// history 1 by the consumer itself, an overwritten one (or one that keeps
-// history) by direct get, and one without direct get by the consumer.
+// The initial state is read by direct get whenever the stream allows it
+// (fresh, overwritten, or keeping history), by the consumer otherwise.
 func TestInitialStatePathFollowsTheStream(t *testing.T) {
 	js, kv := setup(t)
 	keys := writeKeys(t, kv, "a", 30)
@@ -248,7 +247,7 @@ func TestInitialStatePathFollowsTheStream(t *testing.T) {
 		js     jetstream.JetStream
 		want   string
 	}{
-		{"fresh", func() {}, js, "consumer"},
+		{"fresh", func() {}, js, "direct-get"},
 		{"overwritten", func() { put(t, kv, keys[3], route{CIDR: "overwritten"}) }, js, "direct-get"},
 		{"without direct get", func() { disableDirectGet(t, js) }, js, "consumer"},
 		{"fresh, history 5", func() {}, jsHistory, "direct-get"},
@@ -266,38 +265,27 @@ func TestInitialStatePathFollowsTheStream(t *testing.T) {
 }
 
 // A bucket never overwritten before the watcher starts, overwritten while
-// the consumer delivers the state: every key is still delivered before
-// synced. The consumer loses an overwritten key's older message before
-// reaching it, and brings its newer one later: synced waits until the
-// consumer reports nothing pending, not for the stream's last revision
-// when the read began.
+// it reads the state: every key is still delivered before synced. (A
+// consumer delivering the state itself would lose overwritten keys' older
+// messages before reaching them, and bring the keys only after synced.)
 func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
 	js, kv := setup(t)
-	keys := writeKeys(t, kv, "a", 5000)
+	keys := writeKeys(t, kv, "a", 2000)
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	// The writer starts once the watcher has read the stream's state (a
-	// fresh bucket: no interior delete yet), just before its consumer is
-	// created: its overwrites race the consumer's delivery.
-	faulty := &faultyJS{JetStream: js, beforeConsumer: func() {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"w"}`))
-			}
-		})
-	}}
-	r := newRecorder()
-	w := startNetwork(t, faulty, vpcs("a"), r)
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"w"}`))
+		}
+	})
 	waitSynced(t, w)
 	cancel()
 	wg.Wait()
 	checkSyncedState(t, r, keys)
-	if got := w.Stats().InitialState; got != "consumer" {
-		t.Errorf("InitialState = %q, want consumer (a fresh bucket)", got)
+	if got := w.Stats().InitialState; !strings.HasPrefix(got, "direct-get") {
+		t.Errorf("InitialState = %q, want a read by direct get", got)
 	}
 }
 

@@ -87,34 +87,17 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		slog.String("bucket", w.spec.Bucket), slog.String("initial_state", snap.path),
 		slog.Uint64("from", cfg.OptStartSeq), slog.Uint64("pending", tracker.initialPending))
 	reached := false
-	// scannedTo is, with snap.scan, the stream's end the scan reached: the
-	// consumer's entries up to it are in the state already.
-	var scannedTo uint64
-	reach := func() error {
-		if reached {
-			return nil
-		}
-		if snap.scan {
-			end, err := w.scanSince(w.ctx, snap.catchUp)
-			if err != nil {
-				return err
+	reach := func() {
+		if !reached {
+			reached = true
+			if snap.viaConsumer {
+				w.confirmUnseen()
 			}
-			scannedTo = end
-			if end > w.revision() {
-				w.setRevision(end)
-			}
+			caughtUp()
 		}
-		reached = true
-		if snap.viaConsumer && !snap.scan {
-			w.confirmUnseen() // scanned, every key still there came
-		}
-		caughtUp()
-		return nil
 	}
 	if tracker.done() {
-		if err := reach(); err != nil {
-			return err
-		}
+		reach()
 	}
 	var received uint64
 	for {
@@ -146,12 +129,7 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		w.stats.received.Add(1)
 		rev := meta.streamSeq
 		if !reached && tracker.passed(rev) {
-			if err := reach(); err != nil {
-				return err
-			}
-		}
-		if rev <= scannedTo {
-			continue // the scan delivered the state up to scannedTo
+			reach()
 		}
 		e := rawEntry{
 			key:      key,
@@ -164,9 +142,7 @@ func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
 		}
 		w.deliver(e)
 		if !reached && tracker.delivered(rev, meta.pending) {
-			if err := reach(); err != nil {
-				return err
-			}
+			reach()
 		}
 	}
 }
@@ -228,12 +204,10 @@ func (w *Watcher) deleteConsumer(cons jetstream.Consumer) {
 // watcher to its synced state. The rule is by revision: the state is
 // complete once every revision up to snap.catchUp has been applied, which
 // is known when a message beyond it arrives, when the message at or beyond
-// it is applied, or when the consumer reports nothing pending. (With
-// snap.scan, what was written after catchUp is then read up to the
-// stream's end: see scanSince.) Counting messages instead (nats.go's
-// "initial values done" marker) can fire early: with history 1 an
-// overwrite removes the older message, moving a key of the initial state
-// behind newer writes.
+// it is applied, or when the consumer reports nothing pending. Counting
+// messages instead (nats.go's "initial values done" marker) can fire
+// early: with history 1 an overwrite removes the older message, moving a
+// key of the initial state behind newer writes.
 type syncTracker struct {
 	snap           snapshotResult
 	initialPending uint64
