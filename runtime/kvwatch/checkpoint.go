@@ -158,11 +158,25 @@ func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
 // and dedupe window for the tail that continues it.
 func (w *Watcher) initialState(ctx context.Context) (snapshotResult, error) {
 	snap, err := w.snapshot(ctx)
-	if err == nil {
-		w.setRevision(snap.upTo)
-		w.dedupe = snap.marks.window(w, nil, 0)
+	if err != nil {
+		return snap, err
 	}
-	return snap, err
+	w.setRevision(snap.upTo)
+	w.dedupe = snap.marks.window(w, nil, 0)
+	if snap.viaConsumer || snap.catchUp <= snap.upTo {
+		return snap, nil // read as of one revision, or delivered by the tail
+	}
+	// A read in several requests, written to meanwhile: completed up to
+	// the stream's end by direct get, where the watcher is synced (see
+	// scanSince).
+	end, err := w.scanSince(ctx, snap.upTo)
+	if err != nil {
+		return snapshotResult{}, err
+	}
+	w.setRevision(end)
+	w.dedupe = nil // the tail starts after everything the read delivered
+	snap.upTo, snap.catchUp, snap.marks = end, end, readMarks{}
+	return snap, nil
 }
 
 // deltaUnprovable returns why the changes after the checkpoint cannot be

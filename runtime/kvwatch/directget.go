@@ -39,10 +39,16 @@ var (
 	errNoDirectGet    = errors.New("batched direct get is not available on the stream")
 )
 
-// multiLastRequest is the body of a batched direct get.
+// multiLastRequest is the body of a batched direct get: of the newest
+// message of each subject (MultiLast), or of the messages from Seq on
+// (NextBySubj and Batch, for scanSince).
 type multiLastRequest struct {
-	MultiLast []string `json:"multi_last"`
+	MultiLast []string `json:"multi_last,omitempty"`
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
+	// NextBySubj and Batch ask for up to Batch messages from Seq on whose
+	// subjects match NextBySubj, in order of sequence.
+	NextBySubj string `json:"next_by_subj,omitempty"`
+	Batch      int    `json:"batch,omitempty"`
 	// Seq skips messages below it: how a request resumes after a byte
 	// limit cut its answer short.
 	Seq uint64 `json:"seq,omitempty"`
@@ -195,6 +201,9 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, er
 				received: received,
 			}, nil
 		case status == "404" && description == "No Results" && received == 0:
+			return batchEnd{}, errNoResults
+		case status == "404" && p.req.NextBySubj != "" && received == 0:
+			// A batch from Seq on: no message there yet.
 			return batchEnd{}, errNoResults
 		case status == "404":
 			// A message the server had resolved failed to load: the answer

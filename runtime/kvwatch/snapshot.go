@@ -54,10 +54,11 @@ const (
 // and delivers each as an initial event:
 //
 //   - by batched direct get, without a consumer (readState), whenever the
-//     stream allows it. Its first answer is atomic, and the seam with the
-//     tail is exact under writes; once a bucket has been overwritten, a
-//     consumer's own initial delivery slows down by orders of magnitude.
-//     On a fresh bucket the consumer's delivery is cheaper for the server
+//     stream allows it. Its first answer is atomic; a read in several
+//     requests is completed up to an atomic end (initialState, scanSince),
+//     so the state at sync is exact under writes. Once a bucket has been
+//     overwritten, a consumer's own initial delivery slows down by orders
+//     of magnitude. On a fresh bucket the consumer's delivery is cheaper for the server
 //     (~2.0 against ~2.7 µs an entry, go run ./bench -scenario
 //     initial-sync), but has no exact point to sync at under writes: its
 //     pending count can say "nothing" early (the server counts new
