@@ -169,13 +169,22 @@ func (w *Watcher) initialState(ctx context.Context) (snapshotResult, error) {
 	// A read in several requests, written to meanwhile: completed up to
 	// the stream's end by direct get, where the watcher is synced (see
 	// scanSince).
-	end, err := w.scanSince(ctx, snap.upTo)
+	end, complete, err := w.scanSince(ctx, snap.upTo)
 	if err != nil {
 		return snapshotResult{}, err
 	}
 	w.setRevision(end)
-	w.dedupe = nil // the tail starts after everything the read delivered
-	snap.upTo, snap.catchUp, snap.marks = end, end, readMarks{}
+	if complete && end >= snap.catchUp {
+		w.dedupe = nil // the tail starts after everything the read delivered
+		snap.upTo, snap.catchUp, snap.marks = end, end, readMarks{}
+		return snap, nil
+	}
+	// The scan stopped before the stream's end (written faster than it
+	// reads), or ended below the read's last revision (answered by a
+	// replica behind the others): the tail goes on from where it got,
+	// through the read's dedupe window, and the watcher is synced at the
+	// read's last revision, as without the scan.
+	snap.upTo = end
 	return snap, nil
 }
 
