@@ -23,7 +23,8 @@ type snapshotResult struct {
 	// atomic request. When it took several, a key overwritten after S but
 	// before its request was answered is missing from the read (with
 	// history 1 the older entry is gone); its newer entry is at or below
-	// L, measured after the read.
+	// L, measured after the read. (initialState completes such a read by
+	// direct get instead, and syncs at the scan's end: see scanSince.)
 	catchUp uint64
 	// viaConsumer is set when the consumer delivers the initial state
 	// itself (last per subject) instead of a read without a consumer.
