@@ -137,7 +137,9 @@ func TestScanOutpacedByOtherTenantsWrites(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(w.Stop)
-	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Synced at all is the point (an unbounded scan never ends): 20 s
+	// leaves room for -race and a loaded machine (~2 s here without).
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer wcancel()
 	if err := w.WaitSynced(wctx); err != nil {
 		t.Fatalf("not synced after %v (%d other-tenant writes meanwhile): %v; stats %+v",
