@@ -59,14 +59,14 @@ const (
 //     requests is completed up to an atomic end (initialState, scanSince),
 //     so the state at sync is exact under writes. Once a bucket has been
 //     overwritten, a consumer's own initial delivery slows down by orders
-//     of magnitude. On a fresh bucket the consumer's delivery is cheaper for the server
-//     (~2.0 against ~2.7 µs an entry, go run ./bench -scenario
-//     initial-sync), but has no exact point to sync at under writes: its
-//     pending count can say "nothing" early (the server counts new
-//     messages on another goroutine), and completing it by direct get
-//     means scanning what the whole bucket received meanwhile, from
-//     wherever the watcher's scopes end: up to the whole bucket for a
-//     node watching a few tenants, on every node of a fleet at once;
+//     of magnitude. On a fresh bucket the consumer's delivery is cheaper
+//     for the server (~2.0 against ~2.7 µs an entry in the initial-sync
+//     bench, with that path at commit c98d796), but has no exact point to
+//     sync at under writes: its pending count can say "nothing" early
+//     (the server counts new messages on another goroutine), and
+//     completing it by direct get means scanning what the bucket received
+//     from wherever the watcher's scopes end: up to the whole bucket for
+//     a node watching a few tenants, on every node of a fleet at once;
 //   - otherwise by the consumer's own last-per-subject delivery. The
 //     watcher is synced once the consumer has passed the stream's last
 //     sequence as it was before the consumer was created, or reports
