@@ -39,10 +39,10 @@ var (
 	errNoDirectGet    = errors.New("batched direct get is not available on the stream")
 )
 
-// multiLastRequest is the body of a batched direct get: of the newest
+// directGetRequest is the body of a batched direct get: of the newest
 // message of each subject (MultiLast), or of the messages from Seq on
 // (NextBySubj and Batch, for scanSince).
-type multiLastRequest struct {
+type directGetRequest struct {
 	MultiLast []string `json:"multi_last,omitempty"`
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
 	// NextBySubj and Batch ask for up to Batch messages from Seq on whose
@@ -136,12 +136,12 @@ func apiPrefix(js jetstream.JetStream) string {
 
 // pendingRead is a request sent and not yet read.
 type pendingRead struct {
-	req   multiLastRequest
+	req   directGetRequest
 	reply string
 }
 
 // send publishes req; the caller reads its answer with receive.
-func (d *directGetter) send(req multiLastRequest) (*pendingRead, error) {
+func (d *directGetter) send(req directGetRequest) (*pendingRead, error) {
 	req.MaxBytes = answerMaxBytes
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -222,7 +222,7 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, er
 }
 
 // read sends req and receives its answer.
-func (d *directGetter) read(req multiLastRequest, fn func(*nats.Msg)) (batchEnd, error) {
+func (d *directGetter) read(req directGetRequest, fn func(*nats.Msg)) (batchEnd, error) {
 	p, err := d.send(req)
 	if err != nil {
 		return batchEnd{}, err

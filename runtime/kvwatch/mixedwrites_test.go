@@ -27,10 +27,7 @@ import (
 // by a direct get scan (scanSince). Before that scan, the tail caught up
 // instead and the 3,000-key case failed about one run in two (a key
 // written during the read and overwritten during the catch-up was missing
-// at OnSynced). (A fresh bucket delivered by the consumer itself, tried
-// and withdrawn, failed it in every run when synced at the stream's last
-// revision as of its start, and in about one run in five when synced on
-// the consumer's "nothing pending".)
+// at OnSynced).
 func TestSyncedExactUnderMixedWrites(t *testing.T) {
 	for _, c := range []struct {
 		name   string

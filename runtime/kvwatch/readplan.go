@@ -48,7 +48,7 @@ type readPlan struct {
 	rest []string
 	// again holds requests formed already: continuations of answers cut
 	// short, chunks of listed keys.
-	again []multiLastRequest
+	again []directGetRequest
 	// recent holds the keys per filter of the last answers and refusals,
 	// written round-robin (seen counts them); the densest sizes the next
 	// request. Nothing is recorded before an answer holds a key or a
@@ -68,26 +68,26 @@ func newReadPlan(filters []string, upTo uint64) *readPlan {
 
 // resume plans the rest of an answer to req that the byte limit cut
 // short, pinned at the revision the answer is as of.
-func (p *readPlan) resume(req multiLastRequest, end batchEnd) {
+func (p *readPlan) resume(req directGetRequest, end batchEnd) {
 	req.Seq, req.UpToSeq = end.lastSeq+1, end.upTo
 	p.again = append(p.again, req)
 }
 
 // add plans requests formed elsewhere (chunks of listed keys).
-func (p *readPlan) add(reqs ...multiLastRequest) {
+func (p *readPlan) add(reqs ...directGetRequest) {
 	p.again = append(p.again, reqs...)
 }
 
 // next returns the next request to send, or false when none is ready:
 // either everything was handed out, or a probe is still unanswered.
-func (p *readPlan) next() (multiLastRequest, bool) {
+func (p *readPlan) next() (directGetRequest, bool) {
 	if len(p.again) > 0 {
 		req := p.again[0]
 		p.again = p.again[1:]
 		return req, true
 	}
 	if len(p.rest) == 0 || p.probing {
-		return multiLastRequest{}, false
+		return directGetRequest{}, false
 	}
 	var n int
 	if p.seen > 0 {
@@ -97,14 +97,14 @@ func (p *readPlan) next() (multiLastRequest, bool) {
 		p.probeSize *= 2
 	}
 	n = min(max(n, 1), len(p.rest))
-	req := multiLastRequest{MultiLast: p.rest[:n:n]}
+	req := directGetRequest{MultiLast: p.rest[:n:n]}
 	p.rest = p.rest[n:]
 	return req, true
 }
 
 // answered records that req was answered with keys keys in all (those
 // sent and those a byte limit left for later).
-func (p *readPlan) answered(req multiLastRequest, keys int) {
+func (p *readPlan) answered(req directGetRequest, keys int) {
 	if req.UpToSeq != 0 {
 		// Pinned: a continuation (its request was measured when answered
 		// first) or a chunk of listed keys (a key per subject, which says
@@ -134,7 +134,7 @@ func (p *readPlan) density() float64 {
 // at least that over its filters, which go back to be requested again. It
 // reports false when req has a single filter: the caller lists its keys
 // instead (the density still counts: its neighbours are likely as dense).
-func (p *readPlan) refused(req multiLastRequest) bool {
+func (p *readPlan) refused(req directGetRequest) bool {
 	p.probing = false
 	p.record(float64(maxMultiLastSubjects+1) / float64(len(req.MultiLast)))
 	if len(req.MultiLast) < 2 {

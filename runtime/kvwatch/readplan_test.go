@@ -15,7 +15,7 @@ func serveReadPlan(t *testing.T, filters []string, keysOf func(string) int, wind
 	t.Helper()
 	plan := newReadPlan(filters, 100)
 	answered := map[string]int{}
-	var inflight []multiLastRequest
+	var inflight []directGetRequest
 	for {
 		for len(inflight) < window {
 			req, ok := plan.next()
@@ -46,7 +46,7 @@ func serveReadPlan(t *testing.T, filters []string, keysOf func(string) int, wind
 			if !plan.refused(req) {
 				answered[req.MultiLast[0]]++
 				for n := keys; n > 0; n -= maxMultiLastSubjects {
-					plan.add(multiLastRequest{MultiLast: make([]string, min(n, maxMultiLastSubjects)), UpToSeq: 100})
+					plan.add(directGetRequest{MultiLast: make([]string, min(n, maxMultiLastSubjects)), UpToSeq: 100})
 				}
 			}
 			continue

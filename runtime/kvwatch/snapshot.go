@@ -126,7 +126,7 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 		return snapshotResult{}, err
 	}
 	defer dg.close()
-	first := multiLastRequest{MultiLast: filters}
+	first := directGetRequest{MultiLast: filters}
 	end, err := dg.read(first, w.deliverSnapshotMsg)
 	res := snapshotResult{path: pathDirect}
 	plan := newReadPlan(nil, before)
@@ -251,7 +251,7 @@ func (w *Watcher) planListing(ctx context.Context, plan *readPlan, marks *readMa
 // listSubjects lists the subjects matching filter (stream info with a
 // subject filter) and returns requests for them in chunks of at most
 // 1,024 explicit subjects, pinned at upTo.
-func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, filter string, upTo uint64) ([]multiLastRequest, error) {
+func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, filter string, upTo uint64) ([]directGetRequest, error) {
 	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return nil, fmt.Errorf("kvwatch: listing %s: %w", filter, w.streamErr(err))
@@ -259,9 +259,9 @@ func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, fil
 	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
 	w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: more than 1,024 keys under a filter: listing them",
 		slog.String("filter", filter), slog.Int("subjects", len(subjects)))
-	var reqs []multiLastRequest
+	var reqs []directGetRequest
 	for chunk := range slices.Chunk(subjects, maxMultiLastSubjects) {
-		reqs = append(reqs, multiLastRequest{MultiLast: chunk, UpToSeq: upTo})
+		reqs = append(reqs, directGetRequest{MultiLast: chunk, UpToSeq: upTo})
 	}
 	return reqs, nil
 }

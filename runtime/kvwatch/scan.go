@@ -28,10 +28,10 @@ import (
 // A request takes one subject: the scan asks for the watcher's one filter
 // when it has one, and otherwise for the narrowest wildcard covering all
 // of them (scanSubject), up to the whole bucket: what the bucket received
-// during one read is normally little. A bucket written faster
-// than the scan reads it would keep it going: after maxScanRounds answers
-// the scan stops where it is, and the tail catches up from there, through
-// the read's dedupe window (exact only eventually, as before the scan).
+// during one read is normally little. A bucket written faster than the
+// scan reads it would keep it going: after maxScanRounds answers the scan
+// stops where it is, and the tail catches up from there, through the
+// read's dedupe window (exact only eventually).
 
 // scanBatch is the number of messages a scan request asks for; a byte
 // limit (answerMaxBytes) may end an answer earlier.
@@ -54,7 +54,7 @@ func (w *Watcher) scanSince(ctx context.Context, after uint64) (end uint64, comp
 	subject := scanSubject(w.subjectPrefix, w.filters)
 	end = after
 	for round := 1; ; round++ {
-		req := multiLastRequest{Seq: end + 1, NextBySubj: subject, Batch: scanBatch}
+		req := directGetRequest{Seq: end + 1, NextBySubj: subject, Batch: scanBatch}
 		res, err := dg.read(req, w.deliverScanMsg)
 		switch {
 		case errors.Is(err, errNoResults):
