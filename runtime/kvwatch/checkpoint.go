@@ -125,17 +125,36 @@ func (w *Watcher) restore() error {
 	return nil
 }
 
-// catchUpPlan decides how the watcher reaches its synced state: read the
-// initial state, or, when resumed, the delta from the checkpoint or a
-// re-list compared with it.
-func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
-	r := w.cfg.resume
-	if r == nil {
-		return w.initialState(ctx)
-	}
+// startPlan decides how the watcher reaches its synced state, and returns
+// that catch-up: read the initial state, or, when resumed, the delta from
+// the checkpoint or a re-list compared with it. Its done delivers what a
+// re-list did not find as deletes, then marks the watcher synced.
+func (w *Watcher) startPlan(ctx context.Context) (*catchUp, error) {
 	stream, err := w.readableStream(ctx)
 	if err != nil {
-		return snapshotResult{}, err
+		return nil, err
+	}
+	plan, err := w.resumeOrRead(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	plan.initial = true
+	plan.done = func() {
+		w.endRelist()
+		w.markSynced()
+	}
+	w.mu.Lock()
+	w.statePath = plan.path
+	w.mu.Unlock()
+	return plan, nil
+}
+
+// resumeOrRead returns the catch-up of a resumed watcher (the delta, or a
+// re-list) or of a fresh one (the read).
+func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*catchUp, error) {
+	r := w.cfg.resume
+	if r == nil {
+		return w.readPlan(ctx, stream)
 	}
 	info := stream.CachedInfo()
 	if why := w.deltaUnprovable(r, info); why != "" {
@@ -143,49 +162,16 @@ func (w *Watcher) catchUpPlan(ctx context.Context) (snapshotResult, error) {
 		for _, b := range w.bindings {
 			b.beginRelist(nil)
 		}
-		return w.initialState(ctx)
+		return w.readPlan(ctx, stream)
 	}
 	w.setResumePath("delta", "")
-	w.dedupe = nil // of a failed earlier attempt
 	for _, b := range w.bindings {
 		b.cancelRelist() // marks of a failed earlier attempt: the delta confirms the rest
 	}
 	w.setStreamCreated(info.Created)
-	return snapshotResult{upTo: r.Revision, catchUp: info.State.LastSeq, path: pathResume}, nil
-}
-
-// initialState reads the state (snapshot) and sets the watcher's revision
-// and dedupe window for the tail that continues it.
-func (w *Watcher) initialState(ctx context.Context) (snapshotResult, error) {
-	snap, err := w.snapshot(ctx)
-	if err != nil {
-		return snap, err
-	}
-	w.setRevision(snap.upTo)
-	w.dedupe = snap.marks.window(w, nil, 0)
-	if snap.viaConsumer || snap.catchUp <= snap.upTo {
-		return snap, nil // read as of one revision, or delivered by the tail
-	}
-	// A read in several requests, written to meanwhile: completed up to
-	// the stream's end by direct get, where the watcher is synced (see
-	// scanSince).
-	end, complete, err := w.scanSince(ctx, snap.upTo)
-	if err != nil {
-		return snapshotResult{}, err
-	}
-	w.setRevision(end)
-	if complete && end >= snap.catchUp {
-		w.dedupe = nil // the tail starts after everything the read delivered
-		snap.upTo, snap.catchUp, snap.marks = end, end, readMarks{}
-		return snap, nil
-	}
-	// The scan stopped before the stream's end (written faster than it
-	// reads), or ended below the read's last revision (answered by a
-	// replica behind the others): the tail goes on from where it got,
-	// through the read's dedupe window, and the watcher is synced at the
-	// read's last revision, as without the scan.
-	snap.upTo = end
-	return snap, nil
+	w.directGet = info.Config.AllowDirect
+	w.setRevision(r.Revision)
+	return &catchUp{from: r.Revision, target: info.State.LastSeq, pending: true, path: pathResume}, nil
 }
 
 // deltaUnprovable returns why the changes after the checkpoint cannot be

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Codec converts between a value of type V and the bytes stored in a KV
@@ -33,9 +34,18 @@ func (c JSON[V]) Decode(data []byte) (V, error) {
 	var v V
 	if err := json.Unmarshal(data, &v); err != nil {
 		var zero V
-		return zero, fmt.Errorf("json: %w", err)
+		return zero, jsonError(err)
 	}
 	return v, nil
+}
+
+// jsonError names the codec in err once: encoding/json starts some of its
+// errors with "json: " (type errors) and not others (syntax errors).
+func jsonError(err error) error {
+	if strings.HasPrefix(err.Error(), "json: ") {
+		return err
+	}
+	return fmt.Errorf("json: %w", err)
 }
 
 // DecodeFast decodes data with Fast alone; ok is false when there is no

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
@@ -43,7 +42,7 @@ func TestDirectGetAnswerCutShort(t *testing.T) {
 	if _, errs := r.snapshot(); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
-	if n, _, _ := requests.Pending(); n < 2 {
+	if n := requests(); n < 2 {
 		t.Errorf("%d read requests: the first answer was not cut short", n)
 	}
 }
@@ -72,7 +71,7 @@ func TestManySmallScopesReadInFewRequests(t *testing.T) {
 	// 2,400 filters: one request that matches too many keys, a probe of
 	// one (empty) config filter, one of two filters holding a key, then
 	// chunks of 1,024 filters (512 keys): 6 at most.
-	if n, _, _ := requests.Pending(); n > 6 {
+	if n := requests(); n > 6 {
 		t.Errorf("%d read requests for 1,200 scopes of one key, want 6 at most", n)
 	}
 }
@@ -122,19 +121,33 @@ func TestDenseScopesReadWithoutRefusals(t *testing.T) {
 }
 
 // directGetRequests subscribes a second client to the network bucket's
-// direct get subject: its pending count is the number of read requests
-// sent from then on.
-func directGetRequests(t *testing.T, s *server.Server) *nats.Subscription {
+// direct get subject; the function it returns counts the read requests
+// (multi_last) sent from then on, leaving out the seal's (next_by_subj).
+func directGetRequests(t *testing.T, s *server.Server) func() int {
 	t.Helper()
 	observer, _ := kvwatchtest.Connect(t, s)
 	requests, err := observer.SubscribeSync("$JS.API.DIRECT.GET.KV_network")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := requests.SetPendingLimits(-1, -1); err != nil {
+		t.Fatal(err)
+	}
 	if err := observer.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return requests
+	reads := 0
+	return func() int {
+		for {
+			msg, err := requests.NextMsg(100 * time.Millisecond)
+			if err != nil {
+				return reads
+			}
+			if strings.Contains(string(msg.Data), `"multi_last"`) {
+				reads++
+			}
+		}
+	}
 }
 
 // directGetRefusals subscribes a second client to every reply inbox; the

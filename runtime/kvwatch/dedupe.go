@@ -32,7 +32,7 @@ func (d *dedupeWindow) covers(e *rawEntry) bool {
 	return false
 }
 
-// with returns a window covering d's entries and o's (see applyRescope:
+// with returns a window covering d's entries and o's (see rescopePlan:
 // the added scopes' read, and the old scopes up to the watcher's revision
 // when the consumer must start before it).
 func (d *dedupeWindow) with(o *dedupeWindow) *dedupeWindow {

@@ -41,7 +41,7 @@ var (
 
 // directGetRequest is the body of a batched direct get: of the newest
 // message of each subject (MultiLast), or of the messages from Seq on
-// (NextBySubj and Batch, for scanSince).
+// (NextBySubj and Batch, for the seal).
 type directGetRequest struct {
 	MultiLast []string `json:"multi_last,omitempty"`
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`

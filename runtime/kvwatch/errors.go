@@ -28,6 +28,10 @@ var (
 	// server checks every pair of filters when it creates the consumer,
 	// and again at every reset.
 	ErrTooManyFilters = errors.New("kvwatch: too many subject filters for one consumer")
+	// ErrInHandler is returned by a call that would wait for the watcher's
+	// event goroutine when it is made from a handler, which runs on that
+	// goroutine: WaitSynced before the watcher is synced.
+	ErrInHandler = errors.New("kvwatch: called from a handler, on the goroutine it would wait for")
 )
 
 // consumerErr wraps an error from creating or running the consumer with
@@ -57,12 +61,29 @@ func (w *Watcher) permissionError() error {
 	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) || last.Error() == w.errAtStart {
 		return nil
 	}
+	w.mu.Lock()
+	tolerated := w.tolerated
+	w.mu.Unlock()
+	if last.Error() == tolerated {
+		return nil
+	}
 	_, quoted, ok := strings.Cut(last.Error(), `"`)
 	subject, _, ok2 := strings.Cut(quoted, `"`)
 	if !ok || !ok2 || !w.ownsSubject(subject) {
 		return nil
 	}
 	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, last)
+}
+
+// tolerateViolation records that the watcher goes on after the
+// connection's last error, if it is a permissions violation: a request it
+// can do without was refused (sealByMsgGet).
+func (w *Watcher) tolerateViolation() {
+	if last := w.js.Conn().LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
+		w.mu.Lock()
+		w.tolerated = last.Error()
+		w.mu.Unlock()
+	}
 }
 
 // ownsSubject reports whether subject is one this watcher sends requests

@@ -76,7 +76,6 @@ type AnyBinding interface {
 	cloneEntries(entries any) any
 	lenLocked() int
 	beginRelist(match func(raw string) bool)
-	confirmUnseen(exists func(raw string) (bool, error)) error
 	cancelRelist()
 	endRelist(w *Watcher, revision uint64)
 	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
@@ -161,7 +160,7 @@ func (b *Binding[K, V]) prepare(e rawEntry) prepared {
 func (p *preparedEntry[K, V]) commit(w *Watcher) {
 	b, e := p.b, &p.e
 	if p.err != nil {
-		if w.dedupe.covers(e) {
+		if w.skips(e) {
 			w.commitRevision(e) // replayed after a read: reported already
 			return
 		}
@@ -183,7 +182,7 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 	if had {
 		old = item.Item
 	}
-	if w.dedupe.covers(e) && (!had || old.Revision >= e.revision) {
+	if w.skips(e) && (!had || old.Revision >= e.revision) {
 		// Replayed after a read (initial, or of scopes SetScopes added)
 		// that already holds this revision or a newer one (or the key's
 		// deletion).
@@ -192,10 +191,12 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		return
 	}
 	delete(b.unseen, p.key) // a no-op on a nil map: no re-list running
-	// An initial entry the cache already holds at this very revision is
-	// nothing new: a restored entry a re-list finds as it was, or an entry
-	// read again when an initial read is retried.
-	unchanged := e.initial && had && old.Revision == e.revision
+	// An initial entry the cache already holds is nothing new: a restored
+	// entry a re-list finds as it was, or an entry read again when a read
+	// is retried. The same entry means the same revision and the same
+	// time: a bucket deleted and made again can give another entry the
+	// same revision, never the same nanosecond.
+	unchanged := e.initial && had && old.Revision == e.revision && old.Created.Equal(e.created)
 	stored := Item[V]{Value: p.stored, Revision: e.revision, Created: e.created}
 	switch {
 	case unchanged:
@@ -278,26 +279,6 @@ func (b *Binding[K, V]) beginRelist(match func(raw string) bool) {
 			b.unseen[k] = struct{}{}
 		}
 	}
-}
-
-// confirmUnseen asks exists about each key a re-list has not confirmed
-// yet, by its raw key, and confirms those that still exist. It stops at
-// the first error.
-func (b *Binding[K, V]) confirmUnseen(exists func(raw string) (bool, error)) error {
-	for k := range b.unseen {
-		item, ok := b.cache.items[k]
-		if !ok {
-			continue
-		}
-		found, err := exists(item.key)
-		if err != nil {
-			return err
-		}
-		if found {
-			delete(b.unseen, k)
-		}
-	}
-	return nil
 }
 
 // cancelRelist forgets the unseen marks: the cache is trusted as it is.

@@ -24,7 +24,7 @@ import (
 // key must be there at its revision, with its value, and no other. With
 // 500 keys the read is one request, answered in isolation from writes;
 // with 3,000 (one scope: listed, read in chunks) it is several, completed
-// by a direct get scan (scanSince). Before that scan, the tail caught up
+// by the seal of the catch-up (seal.go). Before that, the tail caught up
 // instead and the 3,000-key case failed about one run in two (a key
 // written during the read and overwritten during the catch-up was missing
 // at OnSynced).

@@ -18,6 +18,9 @@ type config struct {
 	requestTimeout    time.Duration
 	maxFilters        int
 	resume            *Checkpoint
+	// onSyncPoint, for tests, receives a checkpoint at every sync point
+	// (export_test.go).
+	onSyncPoint func(Checkpoint)
 }
 
 func defaultConfig() config {

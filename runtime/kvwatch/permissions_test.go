@@ -25,7 +25,6 @@ func watcherPermissions() *server.Permissions {
 			"$JS.API.DIRECT.GET.KV_network",
 			"$JS.API.CONSUMER.CREATE.KV_network.>",
 			"$JS.API.CONSUMER.MSG.NEXT.KV_network.>",
-			"$JS.API.CONSUMER.INFO.KV_network.>",
 			"$JS.API.CONSUMER.DELETE.KV_network.>",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
@@ -84,12 +83,12 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 }
 
-// On a stream without direct get, a re-list the consumer delivered asks
-// the stream whether the keys it did not deliver still exist
+// On a stream without direct get, the seal of a catch-up reads the
+// entries after the consumer's last one from the stream's message API
 // ($JS.API.STREAM.MSG.GET, listed in the README for that case only). A
 // user without that permission still syncs after one request timeout,
-// not one per key, and the keys deleted while the watcher was away are
-// reported gone.
+// and the keys deleted while the watcher was away are reported gone; the
+// watch goes on.
 func TestRelistConfirmationWithoutPermission(t *testing.T) {
 	s := kvwatchtest.ServerWith(t, &server.Options{Users: []*server.User{
 		{Username: "admin", Password: "admin"},
@@ -144,5 +143,13 @@ func TestRelistConfirmationWithoutPermission(t *testing.T) {
 	}
 	if took >= bound {
 		t.Errorf("synced after %v: a timeout per key?", took)
+	}
+	// The refused request is not a reason to end the watch.
+	put(t, kv, "vpc.a.route.after", route{CIDR: "live"})
+	kvwatchtest.Eventually(t, 10*time.Second, "a live event after the refused seal", func() bool {
+		return slices.Contains(events(), "put vpc.a.route.after unknown=false")
+	})
+	if err := w.Err(); err != nil {
+		t.Errorf("the watch ended: %v", err)
 	}
 }

@@ -6,63 +6,119 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // This file is live re-scoping: SetScopes changes what a running watcher
 // watches, still with at most one consumer, at a cost proportional to the
 // scopes added, not to everything watched.
 
-// rescopeRequest is a SetScopes call handed to the event goroutine.
+// rescopeRequest is one SetScopes call.
 type rescopeRequest struct {
 	filters  []string
-	done     chan error    // receives the outcome, once
+	err      error         // the outcome, set before finished is closed
 	finished chan struct{} // closed with the outcome
 	once     sync.Once
-
-	// Set by the first attempt of applyRescope, which switches the
-	// filters; a retry after a transient error only reads again.
-	switched bool
-	old      []string // the filters before
-	rev      uint64   // the revision the switch happened at
-}
-
-// added returns the filters of req that its old filters do not cover:
-// the scopes to read. Valid once switched.
-func (r *rescopeRequest) added() []string {
-	var added []string
-	for _, f := range r.filters {
-		if !filtersCover(r.old, []string{f}) {
-			added = append(added, f)
-		}
-	}
-	return added
 }
 
 // finish reports the outcome to the SetScopes call; only the first
 // outcome counts.
 func (r *rescopeRequest) finish(err error) {
 	r.once.Do(func() {
-		r.done <- err
+		r.err = err
 		close(r.finished)
 	})
 }
 
-// errRescope ends the tail so that the event goroutine can apply req. The
-// tail hands over its consumer, still on the server, with it: whether the
-// consumer had anything left to deliver decides where the next one starts,
-// and applyRescope deletes it.
-type errRescope struct {
-	req  *rescopeRequest
-	cons jetstream.Consumer // nil when no consumer was running
+// rescopeQueue holds the SetScopes calls the event goroutine has not taken
+// yet, in order.
+type rescopeQueue struct {
+	mu      sync.Mutex
+	waiting []*rescopeRequest
+	// applying is the batch the event goroutine works on, if any: a call
+	// for the same filters waits for it instead of queueing again.
+	applying []*rescopeRequest
+	wake     chan struct{} // a request was queued (capacity 1)
 }
+
+// add queues a request for filters, or returns the request already queued
+// (or being applied last) for the same filters; nil when the watcher's
+// filters are these and nothing is queued.
+func (q *rescopeQueue) add(filters, current []string) *rescopeRequest {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	newest := q.newestLocked()
+	switch {
+	case newest != nil && slices.Equal(newest.filters, filters):
+		return newest
+	case newest == nil && slices.Equal(current, filters):
+		return nil
+	}
+	req := &rescopeRequest{filters: filters, finished: make(chan struct{})}
+	q.waiting = append(q.waiting, req)
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return req
+}
+
+func (q *rescopeQueue) newestLocked() *rescopeRequest {
+	switch {
+	case len(q.waiting) > 0:
+		return q.waiting[len(q.waiting)-1]
+	case len(q.applying) > 0:
+		return q.applying[len(q.applying)-1]
+	}
+	return nil
+}
+
+// take returns the waiting requests, oldest first, and marks them being
+// applied: only the last one's filters matter, the others were replaced
+// by it before the watcher got to them.
+func (q *rescopeQueue) take() []*rescopeRequest {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	reqs := q.waiting
+	q.waiting = nil
+	if len(reqs) > 0 {
+		q.applying = reqs
+	}
+	return reqs
+}
+
+// waitingAny reports whether a request waits to be taken.
+func (q *rescopeQueue) waitingAny() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting) > 0
+}
+
+// finish reports err to every request taken or waiting that is done:
+// those of the batch being applied (applied is true), or all of them
+// (the watch ended).
+func (q *rescopeQueue) finish(err error, all bool) {
+	q.mu.Lock()
+	reqs := q.applying
+	q.applying = nil
+	if all {
+		reqs = append(reqs, q.waiting...)
+		q.waiting = nil
+	}
+	q.mu.Unlock()
+	for _, r := range reqs {
+		r.finish(err)
+	}
+}
+
+// errRescope ends the tail so that the event goroutine can apply the
+// requests it took.
+type errRescope struct{ reqs []*rescopeRequest }
 
 func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 
-// SetScopes changes the watcher's scopes while it runs. It waits until the
-// watcher is synced (and until an earlier SetScopes has brought its scopes
-// in), then, on the event goroutine:
+// SetScopes changes the watcher's scopes while it runs. On the event
+// goroutine, once the watcher is synced (and an earlier SetScopes has
+// brought its scopes in):
 //
 //  1. the tail stops; keys of scopes no longer watched leave the cache:
 //     each is delivered as an OpDelete with LeftScope set and its last
@@ -71,65 +127,55 @@ func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 //  2. the scopes added are read, their entries delivered as initial events
 //     (only they are read: the cost is proportional to what was added);
 //  3. the old consumer is deleted, then one consumer with the new filter
-//     set starts where no change to any scope is lost or delivered twice:
-//     after the read when the old consumer had nothing pending, otherwise
-//     at the watcher's revision, replayed entries of the added scopes
-//     being recognised by revision. The watcher never holds two.
+//     set starts at the watcher's revision, skipping what the read
+//     delivered, and the change is sealed like the initial sync (see
+//     catchup.go): no change to any scope is lost or delivered twice, and
+//     the caches are then exact. The watcher never holds two consumers.
 //
 // Without direct get on the stream, step 2 is the new consumer's own
 // last-per-subject delivery of every scope instead: entries the cache holds
 // at the same revision bring no event.
 //
-// It returns once the added scopes are synced (the consumer has caught up
-// with the stream as it was when they were read), or with ctx's error (the
-// change then still completes in the background). Transient failures are
-// retried like the watch's: a key an attempt delivered that is gone when
-// the next attempt reads is delivered as a delete (its own, replayed by
-// the consumer, or one with FinalStateUnknown set when the stream no
-// longer holds it). Values are checked first (*ScopeError).
-// Setting the current scopes again does nothing; empty scopes leave the
-// watcher with no consumer. Do not call it from a handler.
+// It returns once the change is applied and sealed, or with ctx's error
+// (the change then still completes in the background). Called from a
+// handler, it returns once the change is queued: the event goroutine
+// applies it after the handler returns. Calls that overlap are applied in
+// order, and a call replaced by a later one before the watcher got to it
+// returns when the later one is applied. Transient failures are retried
+// like the watch's: a key an attempt delivered that is gone when the next
+// attempt reads is delivered as a delete with FinalStateUnknown set.
+// Values are checked first (*ScopeError). Setting the current scopes
+// again does nothing; empty scopes leave the watcher with no consumer.
 func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
 	filters, err := w.filtersFor(scopes)
 	if err != nil {
 		return err
 	}
-	if err := w.WaitSynced(ctx); err != nil {
-		return err
+	select {
+	case <-w.done:
+		return w.stoppedErr()
+	default:
 	}
-	w.setMu.Lock()
-	defer w.setMu.Unlock()
-	if prev := w.lastRescope; prev != nil {
-		select { // an earlier call that returned on its context may still run
-		case <-prev.finished:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-w.done:
-			return w.stoppedErr()
-		}
-	}
-	if slices.Equal(filters, w.currentFilters()) {
+	req := w.rescopes.add(filters, w.currentFilters())
+	if req == nil {
 		return nil
 	}
-	req := &rescopeRequest{filters: filters, done: make(chan error, 1), finished: make(chan struct{})}
-	select {
-	case w.rescope <- req:
-		// Only a request the event goroutine took will finish: the next
-		// call waits for this one.
-		w.lastRescope = req
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		return w.stoppedErr()
-	}
 	w.interruptTail()
+	if w.onEventGoroutine() {
+		return nil // applied once the handler returns
+	}
 	select {
-	case err := <-req.done:
-		return err
+	case <-req.finished:
+		return req.err
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-w.done:
-		return w.stoppedErr()
+		select {
+		case <-req.finished:
+			return req.err
+		default:
+			return w.stoppedErr()
+		}
 	}
 }
 
@@ -141,8 +187,8 @@ func (w *Watcher) stoppedErr() error {
 	return ErrStopped
 }
 
-// interruptTail stops the running consumer iterator, if any, so that the
-// event goroutine picks up a pending request.
+// interruptTail stops the running consumer iterator, if the tail is live,
+// so that the event goroutine takes a queued request.
 func (w *Watcher) interruptTail() {
 	w.mu.Lock()
 	stop := w.stopTail
@@ -152,91 +198,106 @@ func (w *Watcher) interruptTail() {
 	}
 }
 
-// pendingRescope returns a waiting SetScopes request as an errRescope, or
-// nil.
-func (w *Watcher) pendingRescope() error {
-	select {
-	case req := <-w.rescope:
-		return &errRescope{req: req}
-	default:
-		return nil
-	}
-}
+// rescopeWaiting reports whether a SetScopes request waits to be taken.
+func (w *Watcher) rescopeWaiting() bool { return w.rescopes.waitingAny() }
 
-// applyRescope carries out req on the event goroutine and returns where
-// the tail must start. oldCons is the consumer that was running (nil if
-// none, or on a retry); it is deleted before applyRescope returns, so that
-// the watcher never holds two. A retry after a transient error only reads
-// again: the filters were switched and the left keys removed the first
-// time.
-func (w *Watcher) applyRescope(req *rescopeRequest, oldCons jetstream.Consumer) (snapshotResult, error) {
-	if oldCons != nil {
-		defer w.deleteConsumer(oldCons)
+// rescopePlan carries out a batch of requests (the last one's filters)
+// on the event goroutine and returns the catch-up the tail must seal. sw
+// records the switch of filters, which the first attempt makes: a retry
+// after a transient error only reads again.
+func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp, error) {
+	if !sw.done {
+		w.switchScopes(reqs[len(reqs)-1].filters, sw)
 	}
-	if !req.switched {
-		w.switchScopes(req)
+	finish := func() {
+		w.endRelist()
+		w.setRescoping(false)
+		w.syncPoint()
+		w.rescopes.finish(nil, false)
 	}
-	old, rev := req.old, req.rev
-	added := req.added()
+	added := sw.added()
 	if len(added) == 0 {
-		return snapshotResult{upTo: rev, catchUp: rev}, nil
+		// Scopes removed only: nothing to read or catch up.
+		return &catchUp{from: sw.rev, exact: true, pending: true, done: finish}, nil
 	}
 	stream, err := w.js.Stream(w.ctx, w.stream)
 	if err != nil {
-		return snapshotResult{}, w.streamErr(err)
+		return nil, w.streamErr(err)
 	}
-	last := stream.CachedInfo().State.LastSeq
+	info := stream.CachedInfo()
+	last := info.State.LastSeq
+	w.directGet = info.Config.AllowDirect
+	if !w.directGet {
+		// The consumer delivers the state of every scope itself; what the
+		// cache already holds brings no event.
+		return &catchUp{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
+	}
 	// Read the added scopes as they are now (one atomic request where they
 	// fit: a read pinned at an older revision makes the server scan for
 	// the keys written since).
-	snap, err := w.readState(w.ctx, stream, added, last)
+	res, err := w.readState(w.ctx, stream, added, last)
 	switch {
 	case errors.Is(err, errNoDirectGet):
-		// The consumer delivers the state of every scope itself; what the
-		// cache already holds brings no event (see replayInitial).
-		return snapshotResult{catchUp: last, viaConsumer: true, replayInitial: true, path: pathConsumer}, nil
+		w.directGet = false
+		return &catchUp{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
 	case err != nil:
-		return snapshotResult{}, err
-	case snap.upTo >= rev && (len(old) == 0 || w.caughtUpAt(oldCons, rev)):
-		// Nothing was watched, or the old scopes had nothing after R even
-		// now, after the read: every scope is exact at the revision its
-		// request was answered at (S, the oldest of them, when the read
-		// took several); go on from S+1, skipping what the read holds.
-		w.setRevision(snap.upTo)
-		w.dedupe = snap.marks.window(w, nil, 0)
-		return snap, nil
+		return nil, err
 	}
-	// The old scopes may have changes after R: the consumer starts at
-	// R+1, and the entries of (R, S] it replays for the added scopes,
-	// already in the read, are recognised by revision and skipped. A read
-	// answered as of a revision before R (by a replica lagging behind the
-	// one that delivered R) starts the consumer there, and the old scopes'
-	// entries up to R are skipped as well.
-	start := min(rev, snap.upTo)
-	win := snap.marks.window(w, added, snap.upTo)
-	if start < rev && len(old) > 0 {
-		win = win.with(&dedupeWindow{groups: []dedupeGroup{{keys: w.keyMatcher(old), upTo: rev}}, upTo: rev})
+	// The old scopes are exact at R (the switch), the added ones as of
+	// the read's answers, S at the oldest: the consumer starts at the
+	// older of the two, skipping what the read delivered (a single answer
+	// covers the added scopes up to S) and, when the read is older than R
+	// (answered by a replica behind the one that delivered R), the old
+	// scopes up to R.
+	skip := res.marks.window(w, added, res.oldest)
+	if len(sw.old) == 0 {
+		skip = res.marks.window(w, nil, 0)
+		w.setRevision(res.oldest)
+		return &catchUp{from: res.oldest, skip: skip, target: res.newest, exact: res.atomic, pending: true, done: finish}, nil
 	}
-	w.dedupe = win
-	return snapshotResult{upTo: start, catchUp: max(snap.catchUp, snap.upTo, rev), path: snap.path}, nil
+	if res.oldest < sw.rev {
+		skip = skip.with(&dedupeWindow{groups: []dedupeGroup{{keys: w.keyMatcher(sw.old), upTo: sw.rev}}, upTo: sw.rev})
+	}
+	return &catchUp{from: min(sw.rev, res.oldest), skip: skip, target: max(res.newest, sw.rev), pending: true, done: finish}, nil
 }
 
-// switchScopes makes req's scopes the watcher's: it records the filters
-// and revision it starts from, marks a re-scope in progress (no checkpoint
+// scopeSwitch is what switching the filters of a batch of SetScopes
+// requests recorded, for its retries.
+type scopeSwitch struct {
+	done    bool
+	old     []string // the filters before
+	current []string // the filters after
+	rev     uint64   // the revision the switch happened at
+}
+
+// added returns the filters that the old filters do not cover: the scopes
+// to read.
+func (s *scopeSwitch) added() []string {
+	var added []string
+	for _, f := range s.current {
+		if !filtersCover(s.old, []string{f}) {
+			added = append(added, f)
+		}
+	}
+	return added
+}
+
+// switchScopes makes filters the watcher's: it records the filters and
+// revision it starts from, marks a re-scope in progress (no checkpoint
 // until it is caught up), and takes the keys of the scopes left out of the
 // cache, telling the handlers.
-func (w *Watcher) switchScopes(req *rescopeRequest) {
-	req.switched, req.old, req.rev = true, w.currentFilters(), w.revision()
+func (w *Watcher) switchScopes(filters []string, sw *scopeSwitch) {
+	sw.done, sw.old, sw.current, sw.rev = true, w.currentFilters(), filters, w.revision()
 	w.setRescoping(true)
-	w.setFilters(req.filters)
+	w.setFilters(filters)
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: re-scoping", slog.String("bucket", w.spec.Bucket),
-		slog.Int("filters_before", len(req.old)), slog.Int("filters_after", len(req.filters)), slog.Uint64("revision", req.rev))
+		slog.Int("filters_before", len(sw.old)), slog.Int("filters_after", len(filters)), slog.Uint64("revision", sw.rev))
 	inScope := w.matchesScopes
-	if len(req.filters) == 0 {
+	if len(filters) == 0 {
 		inScope = func(string) bool { return false }
 	}
 	for _, b := range w.bindings {
-		b.leaveScope(w, inScope, req.rev)
+		b.leaveScope(w, inScope, sw.rev)
 	}
 }
 
@@ -246,19 +307,6 @@ func (w *Watcher) setRescoping(on bool) {
 	w.state.mu.Lock()
 	w.state.rescoping = on
 	w.state.mu.Unlock()
-}
-
-// caughtUpAt reports whether the old consumer, asked now, has delivered
-// exactly up to rev (nothing the watcher dropped) and has nothing pending:
-// no change to the old scopes after rev exists.
-func (w *Watcher) caughtUpAt(cons jetstream.Consumer, rev uint64) bool {
-	if cons == nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
-	defer cancel()
-	info, err := cons.Info(ctx)
-	return err == nil && info.NumPending == 0 && info.Delivered.Stream == rev
 }
 
 // revision returns the last revision applied.

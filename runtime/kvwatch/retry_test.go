@@ -36,7 +36,7 @@ type faultyJS struct {
 	lastIterator   jetstream.MessagesContext
 }
 
-func (f *faultyJS) OrderedConsumer(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+func (f *faultyJS) CreateOrUpdateConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	if f.failNextConsumer.CompareAndSwap(true, false) {
 		return nil, errors.New("injected: consumer creation failed")
 	}
@@ -44,7 +44,7 @@ func (f *faultyJS) OrderedConsumer(ctx context.Context, stream string, cfg jetst
 		f.beforeConsumer = nil
 		hook()
 	}
-	c, err := f.JetStream.OrderedConsumer(ctx, stream, cfg)
+	c, err := f.JetStream.CreateOrUpdateConsumer(ctx, stream, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -225,11 +225,10 @@ func TestSetScopesRetryForgetsKeysDeletedMeanwhile(t *testing.T) {
 		t.Run(fmt.Sprintf("from %v", from), func(t *testing.T) {
 			js, kv := setup(t)
 			writeKeys(t, kv, "a", 10)
-			// More than one answer, none above 1,024 keys: the read
-			// delivers them, then asks the stream's last revision (and
-			// fails there).
+			// More than one answer: the read delivers b's keys, then finds
+			// more than 1,024 under c, lists them (and fails there).
 			writeKeys(t, kv, "b", 600)
-			writeKeys(t, kv, "c", 600)
+			writeKeys(t, kv, "c", 1100)
 			faulty := &faultyJS{JetStream: js}
 			r := newRecorder()
 			w, routes, configs := startCached(t, faulty, vpcs(from...), r)

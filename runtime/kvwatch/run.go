@@ -1,111 +1,75 @@
 package kvwatch
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// This file is the event goroutine's life: initial state, tail, re-scoping
-// in between, and retries.
+// This file is the event goroutine's life: a catch-up plan (catchup.go)
+// for the initial state, the tail that follows it, re-scoping in between,
+// and retries.
 
-// run is the event goroutine: initial state, then live changes, and
-// re-scoping in between.
+// run is the event goroutine.
 func (w *Watcher) run() {
 	defer close(w.done)
+	w.eventGoroutine.Store(goroutineID())
 	err := w.watch()
 	if err != nil && w.ctx.Err() == nil {
 		w.setErr(err)
 		w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: watch ended", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
 		w.disp.notify(err)
 	}
-	// A SetScopes call still waiting learns that the watch is over.
-	if err := w.pendingRescope(); err != nil {
-		err.(*errRescope).req.finish(ErrStopped)
-	}
+	w.consumer.delete()
+	// SetScopes calls still waiting learn that the watch is over.
+	w.rescopes.finish(w.stoppedErr(), true)
 }
 
-// watch reads the initial state (or resumes), then tails, applying
-// SetScopes requests between tails, until the context ends or an error
-// that retrying cannot fix. Other errors (a server restarting, a leader
-// moving, a timeout) are retried with backoff: the initial read from the
-// start (entries already delivered are recognised by revision), the tail
+// watch makes the first catch-up plan, then tails, applying SetScopes
+// requests between tails, until the context ends or an error that
+// retrying cannot fix. Other errors (a server restarting, a leader moving,
+// a timeout) are retried with backoff: a failed read from the start (what
+// it delivered is confirmed by the next attempt, or deleted), the tail
 // from the last revision applied.
 func (w *Watcher) watch() error {
-	var snap snapshotResult
 	if len(w.filters) > 0 {
-		for attempt := 0; ; attempt++ {
+		err := w.retrying(func(attempt int) (err error) {
 			if attempt > 0 {
 				// Entries the failed attempt delivered may be gone by now:
 				// the read that follows confirms them, and the keys it does
 				// not find are deleted at sync (as a resumed watcher's
 				// re-list does).
-				for _, b := range w.bindings {
-					b.beginRelist(nil)
-				}
+				w.beginRelist(nil)
 			}
-			var err error
-			if snap, err = w.catchUpPlan(w.ctx); err == nil {
-				break
-			}
-			if terminal(err) {
-				return err
-			}
-			if stop, final := w.backoff(attempt, err); stop {
-				return final
-			}
+			w.plan, err = w.startPlan(w.ctx)
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		w.mu.Lock()
-		w.statePath = snap.path
-		w.mu.Unlock()
+	} else {
+		w.plan = &catchUp{exact: true, pending: true, initial: true, done: w.markSynced}
 	}
-	// What to do when the tail has caught up: every revision the read's
-	// dedupe window covers is behind it.
-	caughtUp := func() {
-		w.dedupe = nil
-		w.markSynced()
-	}
-	// A SetScopes call whose scopes are not caught up yet learns if the
-	// watch ends first.
-	var waiting *rescopeRequest
-	defer func() {
-		if waiting != nil {
-			waiting.finish(ErrStopped)
-		}
-	}()
 	for attempt := 0; ; {
-		var err error
 		received := w.stats.received.Load()
+		var err error
 		if len(w.filters) == 0 {
-			caughtUp()
+			w.consumer.delete()
+			w.plan.finish()
 			err = w.idle()
 		} else {
-			err = w.tail(snap, caughtUp)
+			err = w.tail()
 		}
 		var rs *errRescope
 		switch {
 		case err == nil:
 			return nil // the context ended
 		case errors.As(err, &rs):
-			req := rs.req
-			waiting = req
-			var stop bool
-			if snap, stop, err = w.rescopeWithRetries(req, rs.cons); stop {
-				req.finish(cmp.Or(err, ErrStopped))
+			if err := w.rescope(rs.reqs); err != nil {
 				return err
 			}
-			caughtUp = func() {
-				w.dedupe = nil
-				for _, b := range w.bindings {
-					b.endRelist(w, w.revision()) // a no-op unless a read was retried
-				}
-				w.setRescoping(false)
-				req.finish(nil)
-			}
+			attempt = 0
 			continue
 		case terminal(err):
 			return err
@@ -118,42 +82,49 @@ func (w *Watcher) watch() error {
 		}
 		attempt++
 		w.stats.consumerResets.Add(1)
-		if rev := w.revision(); w.stats.received.Load() > received || !snap.viaConsumer {
-			// Go on from the last revision applied. A consumer that
-			// delivers the state (the initial one, or a SetScopes replay)
-			// and failed before delivering anything starts over as is: the
-			// watcher's revision, older than what it replays, would skip
-			// entries.
-			snap = snapshotResult{upTo: rev, catchUp: max(snap.catchUp, rev), path: snap.path, replayInitial: snap.replayInitial}
-		}
 	}
 }
 
-// rescopeWithRetries applies req, retrying transient failures with
-// backoff. stop is set when the watch must end: err is then the terminal
-// error, or nil when the context ended.
-func (w *Watcher) rescopeWithRetries(req *rescopeRequest, oldCons jetstream.Consumer) (snap snapshotResult, stop bool, err error) {
-	for attempt := 0; ; attempt++ {
-		if req.switched {
-			// A retry: entries the failed attempt delivered may be gone
-			// by now. The read that follows confirms the added scopes'
-			// keys; those it does not find are deleted when the scopes
-			// are caught up (as a retried initial read does).
-			added := w.keyMatcher(req.added())
-			for _, b := range w.bindings {
-				b.beginRelist(added.matches)
-			}
+// rescope applies a batch of SetScopes requests, retrying transient
+// failures with backoff, and leaves the plan that brings the new scopes
+// in. It returns an error only when the watch must end (nil when the
+// context ended).
+func (w *Watcher) rescope(reqs []*rescopeRequest) error {
+	var sw scopeSwitch
+	err := w.retrying(func(attempt int) (err error) {
+		if attempt > 0 {
+			// Entries the failed attempt delivered may be gone by now:
+			// the read that follows confirms the added scopes' keys, and
+			// those it does not find are deleted when the scopes are
+			// caught up (as a retried initial read does).
+			w.beginRelist(w.keyMatcher(sw.added()).matches)
 		}
-		snap, err = w.applyRescope(req, oldCons)
-		oldCons = nil // deleted by the first attempt
+		w.plan, err = w.rescopePlan(reqs, &sw)
+		return err
+	})
+	if err != nil {
+		w.rescopes.finish(err, false)
+	}
+	return err
+}
+
+// retrying runs try until it succeeds, backing off after each transient
+// failure; it returns the error that ends the watch (nil when the context
+// ended).
+func (w *Watcher) retrying(try func(attempt int) error) error {
+	for attempt := 0; ; attempt++ {
+		err := try(attempt)
 		if err == nil {
-			return snap, false, nil
+			return nil
+		}
+		if w.ctx.Err() != nil {
+			return nil
 		}
 		if terminal(err) {
-			return snapshotResult{}, true, err
+			return err
 		}
 		if stop, final := w.backoff(attempt, err); stop {
-			return snapshotResult{}, true, final
+			return final
 		}
 	}
 }
@@ -169,23 +140,23 @@ func (w *Watcher) backoff(attempt int, err error) (stop bool, final error) {
 	wait := min(100*time.Millisecond<<min(attempt, 5), 2*time.Second)
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: retrying", slog.String("bucket", w.spec.Bucket),
 		slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return false, nil
-	case <-w.ctx.Done():
+	if !sleep(w.ctx, wait) {
 		return true, nil
 	}
+	return false, nil
 }
 
 // idle waits, with nothing to watch and no consumer, for the end or for a
 // SetScopes request.
 func (w *Watcher) idle() error {
-	select {
-	case <-w.ctx.Done():
-		return nil
-	case req := <-w.rescope:
-		return &errRescope{req: req}
+	for {
+		if reqs := w.rescopes.take(); len(reqs) > 0 {
+			return &errRescope{reqs: reqs}
+		}
+		select {
+		case <-w.ctx.Done():
+			return nil
+		case <-w.rescopes.wake:
+		}
 	}
 }

@@ -12,35 +12,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// snapshotResult says where the initial state read ended and how the tail
-// must go on.
-type snapshotResult struct {
-	// upTo is S: the state read holds, per key, its newest entry at or
-	// below revision S; the tail starts at S+1. With viaConsumer, 0.
-	upTo uint64
-	// catchUp is L >= S: the watcher is synced once the tail has applied
-	// every revision up to L. L == S when the state was read in one
-	// atomic request. When it took several, a key overwritten after S but
-	// before its request was answered is missing from the read (with
-	// history 1 the older entry is gone); its newer entry is at or below
-	// L, measured after the read. (initialState completes such a read by
-	// direct get instead, and syncs at the scan's end: see scanSince.)
-	catchUp uint64
-	// viaConsumer is set when the consumer delivers the initial state
-	// itself (last per subject) instead of a read without a consumer.
-	viaConsumer bool
-	// replayInitial flags the tail's entries as initial until it has
-	// caught up, on a synced watcher too: SetScopes without direct get
-	// replays the state of every scope through the consumer, and entries
-	// the cache already holds at their revision are then recognised as
-	// nothing new.
-	replayInitial bool
-	// path names the way the state was read, for logs and Stats.
-	path string
+// readResult is what a read without a consumer found: the state of its
+// filters as of the revisions its answers were, and how it was read.
+type readResult struct {
+	// oldest and newest are the revisions the answers were as of: equal
+	// when the read was one atomic answer (or a continuation pinned at
+	// it).
+	oldest, newest uint64
 	// marks says, for a read in several requests, which filters were read
-	// as of which revision: the tail, starting after the oldest, skips
-	// what the read delivered (see dedupeWindow).
+	// as of which revision; empty when everything was read as of oldest.
 	marks readMarks
+	// atomic is set when the read was one answer, computed in isolation
+	// from writes: exact as of oldest.
+	atomic bool
+	// path names the way the state was read, for Stats.
+	path string
 }
 
 // Names of the ways the initial state is read (Stats.InitialState).
@@ -51,46 +37,42 @@ const (
 	pathResume        = "resume"
 )
 
-// snapshot reads the current entry of every key in the watcher's filters
-// and delivers each as an initial event:
+// readPlan reads the current entry of every key in the watcher's filters
+// and returns the catch-up that brings the watcher from it to an exact
+// state (see catchup.go):
 //
 //   - by batched direct get, without a consumer (readState), whenever the
-//     stream allows it. Its first answer is atomic; a read in several
-//     requests is completed up to an atomic end (initialState, scanSince),
-//     so the state at sync is exact under writes. Once a bucket has been
-//     overwritten, a consumer's own initial delivery slows down by orders
-//     of magnitude. On a fresh bucket the consumer's delivery is cheaper
-//     for the server (~2.0 against ~2.7 µs an entry in the initial-sync
-//     bench, with that path at commit c98d796), but has no exact point to
-//     sync at under writes: its pending count can say "nothing" early
-//     (the server counts new messages on another goroutine), and
-//     completing it by direct get means scanning what the bucket received
-//     from wherever the watcher's scopes end: up to the whole bucket for
-//     a node watching a few tenants, on every node of a fleet at once;
-//   - otherwise by the consumer's own last-per-subject delivery. The
-//     watcher is synced once the consumer has passed the stream's last
-//     sequence as it was before the consumer was created, or reports
-//     nothing pending. A key overwritten while that delivery runs loses
-//     its older message before the consumer reaches it (history 1 keeps
-//     one): it comes just after the watcher is synced, as a live event.
-//     Direct get avoids that; a consumer cannot.
-func (w *Watcher) snapshot(ctx context.Context) (snapshotResult, error) {
-	stream, err := w.readableStream(ctx)
-	if err != nil {
-		return snapshotResult{}, err
-	}
+//     stream allows it: the tail starts after the oldest answer and skips
+//     what the read delivered; a read of one atomic answer has nothing to
+//     catch up. Once a bucket has been overwritten, a consumer's own
+//     initial delivery slows down by orders of magnitude. On a fresh
+//     bucket the consumer's delivery is cheaper for the server (~2.0
+//     against ~2.7 µs an entry in the initial-sync bench, with that path
+//     at commit c98d796), but it is a catch-up over the whole state,
+//     sealed from wherever the watcher's scopes end: up to the whole
+//     bucket for a node watching a few tenants, on every node of a fleet
+//     at once;
+//   - otherwise by the consumer's own last-per-subject delivery, sealed
+//     once it has passed the stream's last sequence as it was before.
+func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUp, error) {
 	info := stream.CachedInfo()
 	w.setStreamCreated(info.Created)
 	last := info.State.LastSeq
-	byConsumer := snapshotResult{catchUp: last, viaConsumer: true, path: pathConsumer}
-	if !info.Config.AllowDirect {
+	byConsumer := &catchUp{lastPerSubject: true, target: last, pending: true, path: pathConsumer}
+	w.directGet = info.Config.AllowDirect
+	if !w.directGet {
 		return byConsumer, nil
 	}
 	res, err := w.readState(ctx, stream, w.filters, last)
 	if errors.Is(err, errNoDirectGet) {
+		w.directGet = false
 		return byConsumer, nil
 	}
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	w.setRevision(res.oldest)
+	return &catchUp{from: res.oldest, skip: res.marks.window(w, nil, 0), target: res.newest, exact: res.atomic, pending: true, path: res.path}, nil
 }
 
 // readableStream returns the watcher's stream with its info: the first
@@ -116,38 +98,38 @@ func (w *Watcher) readableStream(ctx context.Context) (jetstream.Stream, error) 
 // EOB reports (an answer cut short by the byte limit is continued pinned
 // at that revision). With more than 1,024 keys, the filters are read in
 // several requests, each answered as of its own revision (see readPlan);
-// the result's upTo is the oldest of them, and its marks say which
+// the result's oldest and newest bound them, and its marks say which
 // filters were read as of which. A filter listed for having more than
 // 1,024 keys is read as of before, the stream's last sequence when the
 // read began.
-func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (snapshotResult, error) {
+func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (readResult, error) {
 	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
 	if err := dg.open(ctx); err != nil {
-		return snapshotResult{}, err
+		return readResult{}, err
 	}
 	defer dg.close()
 	first := directGetRequest{MultiLast: filters}
 	end, err := dg.read(first, w.deliverSnapshotMsg)
-	res := snapshotResult{path: pathDirect}
+	res := readResult{path: pathDirect}
 	plan := newReadPlan(nil, before)
 	switch {
 	case err == nil && end.pending == 0:
-		res.upTo, res.catchUp = end.upTo, end.upTo
+		res.oldest, res.newest, res.atomic = end.upTo, end.upTo, true
 		return res, nil
 	case errors.Is(err, errNoResults):
 		// Nothing in scope now, so nothing at `before` either (a key
 		// deleted since still has its delete marker, which matches).
-		res.upTo, res.catchUp = before, before
+		res.oldest, res.newest, res.atomic = before, before, true
 		return res, nil
 	case errors.Is(err, errTooManyResults) && len(filters) == 1:
 		res.path = pathDirectListing
 		if err := w.planListing(ctx, plan, &res.marks, stream, filters[0]); err != nil {
-			return snapshotResult{}, err
+			return readResult{}, err
 		}
 	case errors.Is(err, errTooManyResults):
 		plan.rest = filters
 	case err != nil:
-		return snapshotResult{}, err
+		return readResult{}, err
 	default:
 		// The byte limit cut the answer short: continue it from where it
 		// stopped, pinned at the revision it reported.
@@ -155,17 +137,12 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 		plan.resume(first, end)
 	}
 	if err := w.readRequests(ctx, dg, stream, plan, &res); err != nil {
-		return snapshotResult{}, err
+		return readResult{}, err
 	}
-	last, err := w.lastSeq(ctx, stream)
-	if err != nil {
-		return snapshotResult{}, err
-	}
-	res.upTo = before
+	res.oldest, res.newest = before, before
 	if oldest, ok := res.marks.oldest(); ok {
-		res.upTo = oldest
+		res.oldest, res.newest = oldest, res.marks.newest()
 	}
-	res.catchUp = max(last, res.marks.newest(), res.upTo)
 	return res, nil
 }
 
@@ -182,7 +159,7 @@ const readWindow = 8
 // the keys it lists, in chunks of explicit subjects; an answer cut short
 // by the byte limit is continued from its last sequence. It records in
 // res the revision each answer is as of, and the listing path.
-func (w *Watcher) readRequests(ctx context.Context, dg *directGetter, stream jetstream.Stream, plan *readPlan, res *snapshotResult) error {
+func (w *Watcher) readRequests(ctx context.Context, dg *directGetter, stream jetstream.Stream, plan *readPlan, res *readResult) error {
 	var inflight []*pendingRead
 	for {
 		for len(inflight) < readWindow {
@@ -277,13 +254,4 @@ func (w *Watcher) deliverSnapshotMsg(msg *nats.Msg) {
 	}
 	e.initial = true
 	w.deliver(e)
-}
-
-// lastSeq returns the stream's current last sequence.
-func (w *Watcher) lastSeq(ctx context.Context, stream jetstream.Stream) (uint64, error) {
-	info, err := stream.Info(ctx)
-	if err != nil {
-		return 0, w.streamErr(err)
-	}
-	return info.State.LastSeq, nil
 }

@@ -158,7 +158,7 @@ func TestSeamOfAReadInSeveralRequests(t *testing.T) {
 	if got := w.Stats().InitialState; got != "direct-get" {
 		t.Fatalf("InitialState = %q, want direct-get", got)
 	}
-	if n, _, _ := requests.Pending(); n < 3 {
+	if n := requests(); n < 3 {
 		t.Fatalf("%d read requests: the read was not split", n)
 	}
 	checkHistoriesDelivered(t, kv, log, sample)

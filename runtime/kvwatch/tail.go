@@ -3,236 +3,211 @@ package kvwatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// tail follows live changes with the watcher's one consumer: an ordered
-// consumer (it recreates itself from the last delivered revision after a
-// lost heartbeat or a reconnect) filtered on the normalized filters,
-// starting right after the initial state. caughtUp runs once, when the
-// tail has applied every revision the state it continues needs (the
-// watcher's sync, or a SetScopes call's end).
+// sealIdle is how long a catching-up tail waits for its next message
+// before it seals anyway: the consumer's count of what it still holds can
+// include entries removed since (overwritten), which never come.
+const sealIdle = 250 * time.Millisecond
+
+// tail follows the watcher's plan with its one consumer (tailConsumer),
+// from plan.from on, until the context ends (nil), a SetScopes request
+// is taken (*errRescope), or an error the watch loop must handle. A broken
+// delivery (a gap, missed heartbeats, a reconnect, the consumer deleted)
+// recreates the consumer from the last revision applied, here.
 //
 // One goroutine (the event goroutine) reads, decodes, commits and runs the
 // handlers: handing entries to a second goroutine for decoding was
 // measured no faster on 2 cores (the hand-off costs what the overlap
 // saves), and a slow handler then holds back the pulls directly, so memory
 // stays bounded by the consumer's pull size.
-func (w *Watcher) tail(snap snapshotResult, caughtUp func()) error {
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects:    w.filters,
-		InactiveThreshold: w.cfg.inactiveThreshold,
-		// The ordered consumer retries a reset itself (1 s, then 2 s);
-		// past that Next returns, and watch decides: a deleted bucket ends
-		// the watch, anything else is retried there, with its own backoff.
-		MaxResetAttempts: 2,
-	}
-	switch {
-	case snap.viaConsumer:
-		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
-	case snap.upTo == 0:
-		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
-	default:
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = snap.upTo + 1
-	}
-	// OrderedConsumer creates the consumer on the server at once: from
-	// here on, every way out deletes it, unless it is handed over to
-	// applyRescope, which deletes it itself.
-	cons, err := w.js.OrderedConsumer(w.ctx, w.stream, cfg)
-	if err != nil {
-		return w.consumerErr(err)
-	}
-	handedOver := false
-	defer func() {
-		if !handedOver {
-			w.deleteConsumer(cons)
+func (w *Watcher) tail() error {
+	reconnected, stopWatching := w.reconnects()
+	defer stopWatching()
+	for {
+		err := w.tailOnce(reconnected)
+		var broken *errConsumerBroken
+		if !errors.As(err, &broken) {
+			return err
 		}
-	}()
+		w.stats.consumerResets.Add(1)
+		w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: recreating the consumer", slog.String("bucket", w.spec.Bucket),
+			slog.String("why", broken.why), slog.Uint64("after", w.plan.from))
+	}
+}
+
+// tailOnce runs one consumer of the tail until it breaks
+// (*errConsumerBroken) or tail must return.
+func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
+	plan := w.plan
+	cons, err := w.consumer.start(w.ctx, w.filters, consumerStart{lastPerSubject: plan.lastPerSubject, after: plan.from})
+	if err != nil {
+		if w.ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	// 1,000 messages a pull: the initial delivery of a fresh bucket goes
 	// faster than with the default 500, at ~200 KiB of buffer for values
 	// of ~200 bytes.
-	it, err := cons.Messages(jetstream.PullHeartbeat(w.cfg.heartbeat), jetstream.PullMaxMessages(1000))
+	it, err := cons.Messages(jetstream.PullHeartbeat(w.cfg.heartbeat), jetstream.PullMaxMessages(1000),
+		jetstream.WithMessagesErrOnMissingHeartbeat(true))
 	if err != nil {
 		return w.consumerErr(err)
 	}
-	defer it.Stop() // every way out, with or without a SetScopes hand-over
-	// Stopping the iterator is how the context and SetScopes end reading:
-	// Next then returns at once (an option per call would allocate per
-	// message).
+	defer it.Stop()
+	// Stopping the iterator is how the context, SetScopes and a reconnect
+	// end reading: Next then returns at once (an option per call would
+	// allocate per message).
 	stopOnCancel := context.AfterFunc(w.ctx, it.Stop)
 	defer stopOnCancel()
-	w.mu.Lock()
-	w.stopTail = it.Stop
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		w.stopTail = nil
-		w.mu.Unlock()
+	resetWanted := make(chan struct{}, 1)
+	stopOnReconnect := make(chan struct{})
+	defer close(stopOnReconnect)
+	go func() {
+		select {
+		case <-reconnected:
+			resetWanted <- struct{}{}
+			it.Stop()
+		case <-stopOnReconnect:
+		}
 	}()
-	if err := w.pendingRescope(); err != nil {
-		return err // a SetScopes call came before this consumer started
+	pending := uint64(0)
+	if info := cons.CachedInfo(); info != nil {
+		pending = info.NumPending
 	}
-	handOver := func(err error) error {
-		err.(*errRescope).cons, handedOver = cons, true
-		return err
-	}
-
-	tracker := newSyncTracker(snap, cons.CachedInfo())
-	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing",
-		slog.String("bucket", w.spec.Bucket), slog.String("initial_state", snap.path),
-		slog.Uint64("from", cfg.OptStartSeq), slog.Uint64("pending", tracker.initialPending))
-	reached := false
-	reach := func() {
-		if !reached {
-			reached = true
-			if snap.viaConsumer {
-				w.confirmUnseen()
-			}
-			caughtUp()
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.spec.Bucket),
+		slog.String("consumer", w.consumer.current()), slog.Uint64("after", plan.from), slog.Uint64("pending", pending))
+	if plan.pending && (pending == 0 || plan.needsNothing()) {
+		if plan.lastPerSubject && pending == 0 {
+			// Nothing in scope at all (the count at creation is exact):
+			// the state is empty as of the target.
+			plan.lastPerSubject, plan.from = false, max(plan.from, plan.target)
+		}
+		if err := w.sealAndFinish(); err != nil {
+			return err
 		}
 	}
-	if tracker.done() {
-		reach()
-	}
-	var received uint64
+	var lastSeq uint64 // the consumer's own sequence of the last message
 	for {
-		msg, err := it.Next()
-		if err != nil {
-			if w.ctx.Err() != nil {
-				return nil
+		if err := w.takeRescopes(it); err != nil {
+			return err
+		}
+		var msg jetstream.Msg
+		if plan.pending && !plan.lastPerSubject {
+			msg, err = it.Next(jetstream.NextMaxWait(sealIdle))
+		} else {
+			msg, err = it.Next()
+		}
+		switch {
+		case err == nil:
+		case w.ctx.Err() != nil:
+			return nil
+		case errors.Is(err, nats.ErrTimeout):
+			if err := w.sealAndFinish(); err != nil {
+				return err
 			}
-			if rs := w.pendingRescope(); rs != nil {
-				return handOver(rs)
-			}
+			continue
+		case len(resetWanted) > 0:
+			return &errConsumerBroken{why: "reconnected"}
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed) && w.rescopeWaiting():
+			continue // takeRescopes hands the request over
+		case errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, jetstream.ErrConsumerDeleted),
+			errors.Is(err, jetstream.ErrConsumerNotFound):
+			return &errConsumerBroken{why: err.Error()}
+		default:
 			return w.consumerErr(err)
 		}
 		meta, ok := parseAckMeta(msg.Reply())
 		if !ok {
 			continue // not a JetStream message: cannot happen on a consumer
 		}
+		if meta.consumerSeq != lastSeq+1 {
+			// A message lost between the server and here (a slow
+			// consumer on the client's side, a pull that expired).
+			return &errConsumerBroken{why: "gap in the consumer's sequence"}
+		}
+		lastSeq = meta.consumerSeq
+		w.stats.pending.Store(meta.pending)
+		rev := meta.streamSeq
+		if rev <= plan.from && !plan.lastPerSubject {
+			continue // the seal delivered it already
+		}
 		key, ok := w.keyOf(msg.Subject())
 		if !ok {
 			continue
 		}
-		received++
-		if meta.consumerSeq == 1 && received > 1 {
-			// The ordered consumer recreated itself (lost heartbeats, a
-			// reconnect): its delivery count starts over.
-			w.stats.consumerResets.Add(1)
-		}
-		w.stats.pending.Store(meta.pending)
 		w.stats.received.Add(1)
-		rev := meta.streamSeq
-		if !reached && tracker.passed(rev) {
-			reach()
-		}
-		e := rawEntry{
+		w.deliver(rawEntry{
 			key:      key,
 			value:    msg.Data(),
 			op:       opOf(msg.Headers()),
 			revision: rev,
 			created:  time.Unix(0, meta.timestamp),
-			initial:  !w.isSynced() || (snap.replayInitial && !reached),
+			initial:  plan.initial,
 			ordered:  true,
-		}
-		w.deliver(e)
-		if !reached && tracker.delivered(rev, meta.pending) {
-			reach()
-		}
-	}
-}
-
-// confirmUnseen asks the stream whether each key a re-list has not
-// confirmed still exists, when the consumer delivered the state itself. A
-// key overwritten while it delivered lost the entry that would have
-// confirmed it (history 1 keeps one), and its newer entry comes after the
-// catch-up point: it is not gone, and must not be delivered as a delete.
-// One request per unconfirmed key (normally only the keys that are gone),
-// each bounded by the request timeout. After a failed request (a refused
-// permission shows as a timeout) the rest stay unconfirmed: they are
-// reported gone, as without this check.
-func (w *Watcher) confirmUnseen() {
-	var stream jetstream.Stream // fetched for the first key to confirm
-	lastIsPut := func(raw string) (bool, error) {
-		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
-		defer cancel()
-		if stream == nil {
-			s, err := w.js.Stream(ctx, w.stream)
-			if err != nil {
-				return false, err
+		})
+		plan.applied(rev)
+		if plan.pending && (plan.reached() || meta.pending == 0) {
+			if err := w.sealAndFinish(); err != nil {
+				return err
 			}
-			stream = s
-		}
-		msg, err := stream.GetLastMsgForSubject(ctx, w.subjectPrefix+raw)
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			return false, nil
-		case err != nil:
-			return false, fmt.Errorf("%s: %w", raw, err)
-		}
-		return opOf(msg.Header) == OpPut, nil
-	}
-	for _, b := range w.bindings {
-		if err := b.confirmUnseen(lastIsPut); err != nil {
-			w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: cannot confirm re-listed keys: they are reported gone", slog.Any("error", err))
-			return
 		}
 	}
 }
 
-// deleteConsumer removes the watcher's consumer from the server so that it
-// does not linger until its inactive threshold.
-func (w *Watcher) deleteConsumer(cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
+// sealAndFinish ends a pending catch-up: it seals it (see seal.go) and
+// runs its done. A seal cut short by a bucket written faster than it
+// reads leaves the rest to the consumer, up to where the seal saw the
+// stream end: the catch-up finishes when the tail gets there, exact only
+// eventually.
+func (w *Watcher) sealAndFinish() error {
+	plan := w.plan
+	if !plan.pending {
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := w.js.DeleteConsumer(ctx, w.stream, info.Name)
-	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: deleting consumer", slog.String("consumer", info.Name), slog.Any("error", err))
+	if !plan.sealed && !plan.needsNothing() {
+		end, complete, err := w.seal(w.ctx, plan)
+		if err != nil {
+			return err
+		}
+		plan.sealed = true
+		if !complete {
+			plan.target = end
+			if !plan.reached() {
+				return nil
+			}
+		}
 	}
+	plan.finish()
+	return nil
 }
 
-// syncTracker decides, message by message, when the tail has brought the
-// watcher to its synced state. The rule is by revision: the state is
-// complete once every revision up to snap.catchUp has been applied, which
-// is known when a message beyond it arrives, when the message at or beyond
-// it is applied, or when the consumer reports nothing pending. Counting
-// messages instead (nats.go's "initial values done" marker) can fire
-// early: with history 1 an overwrite removes the older message, moving a
-// key of the initial state behind newer writes.
-type syncTracker struct {
-	snap           snapshotResult
-	initialPending uint64
-}
-
-func newSyncTracker(snap snapshotResult, info *jetstream.ConsumerInfo) *syncTracker {
-	t := &syncTracker{snap: snap}
-	if info != nil {
-		t.initialPending = info.NumPending
+// takeRescopes hands waiting SetScopes requests over to the watch loop
+// (*errRescope) once the tail is live; while it catches up they wait.
+// Between messages, and before the first.
+func (w *Watcher) takeRescopes(it jetstream.MessagesContext) error {
+	if w.plan.pending {
+		w.setTailStop(nil)
+		return nil
 	}
-	return t
+	w.setTailStop(it.Stop)
+	if reqs := w.rescopes.take(); len(reqs) > 0 {
+		w.setTailStop(nil)
+		return &errRescope{reqs: reqs}
+	}
+	return nil
 }
 
-// done reports whether the watcher is synced before any message arrives:
-// nothing pending, or nothing to catch up beyond the state read.
-func (t *syncTracker) done() bool {
-	return t.initialPending == 0 || t.snap.catchUp <= t.snap.upTo
-}
-
-// passed reports whether a message at rev shows that everything the synced
-// state needs was already applied.
-func (t *syncTracker) passed(rev uint64) bool { return rev > t.snap.catchUp }
-
-// delivered records a message at rev, after which pending messages remain,
-// and reports whether the watcher is now synced.
-func (t *syncTracker) delivered(rev, pending uint64) bool {
-	return pending == 0 || rev >= t.snap.catchUp
+// setTailStop records how SetScopes interrupts the tail: stop, or nothing
+// while a catch-up runs (a request waits until it is done).
+func (w *Watcher) setTailStop(stop func()) {
+	w.mu.Lock()
+	w.stopTail = stop
+	w.mu.Unlock()
 }

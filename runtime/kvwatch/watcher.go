@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,8 +22,10 @@ import (
 // Lifecycle: Start reads the initial state, then tails live changes, from
 // one goroutine that also runs every handler. The watch ends when Stop is
 // called, when the ctx given to Start is cancelled, or on a terminal error
-// (Err). Handlers must not call Stop (it waits for the goroutine they run
-// on); they may cancel the context instead.
+// (Err). A handler may call any method: those that would wait for the
+// goroutine it runs on return without waiting (see Stop, SetScopes,
+// WaitSynced). It must not wait itself for another goroutine that calls
+// them.
 type Watcher struct {
 	js            jetstream.JetStream
 	cfg           config
@@ -49,20 +52,29 @@ type Watcher struct {
 	ctx            context.Context
 	cancel         context.CancelFunc
 	done           chan struct{} // closed when the event goroutine has exited
+	// eventGoroutine identifies the event goroutine, on which handlers
+	// run: a call from a handler that would wait for it does not.
+	eventGoroutine atomic.Uint64
 
 	syncOnce sync.Once
 	synced   chan struct{} // closed once synced
+
+	// Event goroutine only: the catch-up the tail follows (catchup.go),
+	// the one consumer, and whether the stream answers direct gets.
+	plan      *catchUp
+	consumer  *tailConsumer
+	directGet bool
 
 	mu         sync.Mutex
 	err        error  // terminal error, set before done is closed
 	statePath  string // how the initial state was read (Stats)
 	resumePath string // how a resumed watcher caught up (Stats)
-	stopTail   func() // stops the running consumer iterator, if any
+	stopTail   func() // stops the live tail's consumer iterator, if any
+	// tolerated is a permissions violation the watcher went on after (a
+	// seal without direct get): not a reason to end the watch later.
+	tolerated string
 
-	setMu       sync.Mutex           // serializes SetScopes calls
-	lastRescope *rescopeRequest      // the latest SetScopes request (setMu)
-	rescope     chan *rescopeRequest // SetScopes requests for the event goroutine
-	dedupe      *dedupeWindow        // event goroutine only: see initialState and applyRescope
+	rescopes rescopeQueue // SetScopes calls for the event goroutine
 	// errAtStart is the connection's last error when the watcher started:
 	// an older permissions violation is not this watcher's.
 	errAtStart string
@@ -90,8 +102,9 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		bindings:      bindings,
 		done:          make(chan struct{}),
 		synced:        make(chan struct{}),
-		rescope:       make(chan *rescopeRequest, 1),
+		rescopes:      rescopeQueue{wake: make(chan struct{}, 1)},
 	}
+	w.consumer = newTailConsumer(w)
 	w.disp = dispatcher{cfg: &w.cfg, stats: &w.stats}
 	if last := js.Conn().LastError(); last != nil {
 		w.errAtStart = last.Error()
@@ -162,24 +175,49 @@ func (w *Watcher) eachScopeValue(scopes Scopes, prefix string, fn func(filters [
 	return nil
 }
 
-// markSynced records that the watcher is synced, once: a resumed watcher
-// that re-listed first deletes the restored keys nothing confirmed, then
-// OnSynced runs.
+// markSynced records that the watcher is synced, once, and runs OnSynced.
 func (w *Watcher) markSynced() {
 	w.syncOnce.Do(func() {
-		w.state.mu.RLock()
-		rev := w.state.revision
-		w.state.mu.RUnlock()
-		for _, b := range w.bindings {
-			b.endRelist(w, rev)
-		}
+		rev := w.revision()
 		w.stats.pending.Store(0)
 		close(w.synced)
 		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", rev))
+		w.syncPoint()
 		if w.cfg.onSynced != nil {
 			w.disp.call("OnSynced", &rawEntry{}, w.cfg.onSynced)
 		}
 	})
+}
+
+// syncPoint tells a test hook (WithSyncPointHook in export_test.go) the
+// caches at a sync point: they must be the bucket's state at their
+// revision.
+func (w *Watcher) syncPoint() {
+	if w.cfg.onSyncPoint == nil {
+		return
+	}
+	cp, err := w.Checkpoint()
+	if err == nil {
+		w.cfg.onSyncPoint(cp)
+	}
+}
+
+// beginRelist marks the cached keys that match (all when match is nil)
+// unconfirmed: a read that does not deliver them again before the
+// catch-up is done shows they are gone (endRelist).
+func (w *Watcher) beginRelist(match func(raw string) bool) {
+	for _, b := range w.bindings {
+		b.beginRelist(match)
+	}
+}
+
+// endRelist delivers a delete with FinalStateUnknown for every key a
+// re-list did not confirm; nothing when no re-list runs.
+func (w *Watcher) endRelist() {
+	rev := w.revision()
+	for _, b := range w.bindings {
+		b.endRelist(w, rev)
+	}
 }
 
 func (w *Watcher) isSynced() bool {
@@ -203,7 +241,17 @@ func (w *Watcher) Synced() bool { return w.isSynced() }
 
 // WaitSynced blocks until the watcher is synced (nil), ctx ends (its
 // error), or the watch ends first (its terminal error, or ErrStopped).
+// From a handler, before the watcher is synced, it returns ErrInHandler at
+// once: the handler runs on the goroutine that syncs it.
 func (w *Watcher) WaitSynced(ctx context.Context) error {
+	select {
+	case <-w.synced:
+		return nil
+	default:
+	}
+	if w.onEventGoroutine() {
+		return ErrInHandler
+	}
 	select {
 	case <-w.synced:
 		return nil
@@ -234,12 +282,22 @@ func (w *Watcher) Err() error {
 
 // Stop ends the watch and returns after every goroutine of the watcher has
 // exited and its consumer was deleted from the server (best effort: an
-// unreachable server drops it after the inactive threshold; a goroutine
-// nats.go starts to delete a consumer it replaced may still be running).
-// It is idempotent. Do not call it from a handler.
+// unreachable server drops it after the inactive threshold). It is
+// idempotent. From a handler it returns at once: the watch ends when the
+// handler returns, with no further event.
 func (w *Watcher) Stop() {
 	w.cancel()
+	if w.onEventGoroutine() {
+		return
+	}
 	<-w.done
+}
+
+// onEventGoroutine reports whether the caller runs on the watcher's event
+// goroutine: in a handler, OnSynced or OnError.
+func (w *Watcher) onEventGoroutine() bool {
+	id := w.eventGoroutine.Load()
+	return id != 0 && id == goroutineID()
 }
 
 // Filters returns the normalized subject filters of the watcher's consumer,
@@ -317,7 +375,7 @@ type unknownEntry struct{ e rawEntry }
 
 func (u *unknownEntry) commit(w *Watcher) {
 	w.commitRevision(&u.e)
-	if !w.dedupe.covers(&u.e) {
+	if !w.skips(&u.e) {
 		w.disp.reportData(&UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
 	}
 }
@@ -334,11 +392,25 @@ func (w *Watcher) commitRevision(e *rawEntry) {
 
 // commitRevisionLocked is commitRevision with the state lock held, in the
 // same critical section as the cache change, so that a checkpoint never
-// sees a cache ahead of (or behind) its revision.
+// sees a cache ahead of (or behind) its revision. The revision never goes
+// back: after SetScopes read an added scope from a replica behind the
+// watcher, the tail delivers its entries from there.
 func (w *Watcher) commitRevisionLocked(e *rawEntry) {
-	if e.ordered {
+	if e.ordered && e.revision > w.state.revision {
 		w.state.revision = e.revision
 	}
+}
+
+// skips reports whether an ordered entry is one a read already delivered
+// (the plan's dedupe window).
+func (w *Watcher) skips(e *rawEntry) bool { return w.plan != nil && w.plan.skip.covers(e) }
+
+// raiseRevision moves the watcher's revision up to rev: a seal read the
+// stream up to it.
+func (w *Watcher) raiseRevision(rev uint64) {
+	w.state.mu.Lock()
+	w.state.revision = max(w.state.revision, rev)
+	w.state.mu.Unlock()
 }
 
 // setStreamCreated records the creation time of the stream the caches

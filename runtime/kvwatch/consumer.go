@@ -1,0 +1,242 @@
+package kvwatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file is the watcher's one consumer, kept in order by the runtime:
+// an ephemeral pull consumer (no acks, one replica, memory storage)
+// filtered on the watcher's filters, recreated from the last revision
+// applied whenever its delivery breaks (a gap in its sequence, missed
+// heartbeats, a reconnect, the server deleting it). nats.go's
+// OrderedConsumer does the same, but waits up to a fixed 10 s for each
+// creation request: when the node lost was also the meta leader, a request
+// sent during the election is never answered, and recovery took ~11 s.
+// Here each request waits only as long as a creation can take
+// (createTimeout) and is then sent again, under the same name, which the
+// server treats as the same consumer: a request answered late creates
+// nothing twice.
+
+// tailConsumer is the watcher's consumer on the server; the event
+// goroutine uses it.
+type tailConsumer struct {
+	w *Watcher
+	// prefix names this watcher's consumers: prefix_1, prefix_2, ...
+	// (one at a time), so that operators and tests can tell them apart.
+	prefix string
+	serial int
+	// name is the consumer on the server now, "" when none; guarded by
+	// mu (Stats reads it).
+	mu   sync.Mutex
+	name string
+}
+
+func newTailConsumer(w *Watcher) *tailConsumer {
+	// NewInbox is "_INBOX." and a unique token (nuid), which is all a
+	// name needs.
+	return &tailConsumer{w: w, prefix: "kvw_" + strings.TrimPrefix(nats.NewInbox(), nats.InboxPrefix)}
+}
+
+// current returns the name of the consumer on the server, or "".
+func (c *tailConsumer) current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.name
+}
+
+// consumerStart is where a new consumer starts delivering.
+type consumerStart struct {
+	lastPerSubject bool   // the newest entry of every key, then changes
+	after          uint64 // otherwise, every entry after this revision
+}
+
+// start deletes the current consumer, if any, and creates the next one
+// with filters, starting at at. It retries on its own until the consumer
+// exists, the context ends, or an error retrying cannot fix (terminal, or
+// a permissions violation behind a timeout). Only then is the old one
+// gone and the new one there: the watcher never holds two.
+func (c *tailConsumer) start(ctx context.Context, filters []string, at consumerStart) (jetstream.Consumer, error) {
+	c.delete()
+	c.serial++
+	name := c.prefix + "_" + strconv.Itoa(c.serial)
+	cfg := jetstream.ConsumerConfig{
+		Name:              name,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: c.w.cfg.inactiveThreshold,
+		Replicas:          1,
+		MemoryStorage:     true,
+	}
+	if len(filters) == 1 {
+		cfg.FilterSubject = filters[0]
+	} else {
+		cfg.FilterSubjects = filters
+	}
+	switch {
+	case at.lastPerSubject:
+		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
+	case at.after == 0:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	default:
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = at.after + 1
+	}
+	timeout := createTimeout(len(filters))
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && timeout < maxCreateTimeout {
+			// Each request that timed out may have been a creation that
+			// takes longer than estimated (a slow server): the next one
+			// waits twice as long, and the server does not repeat its
+			// work for ever at the same pace.
+			timeout = min(2*timeout, maxCreateTimeout)
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		cons, err := c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, cfg)
+		cancel()
+		if err == nil {
+			c.mu.Lock()
+			c.name = name
+			c.mu.Unlock()
+			return cons, nil
+		}
+		if ctx.Err() != nil {
+			c.forget(name) // a request in flight may still create it
+			return nil, ctx.Err()
+		}
+		err = c.w.consumerErr(err)
+		if terminal(err) {
+			return nil, err
+		}
+		if perr := c.w.permissionError(); perr != nil {
+			return nil, perr
+		}
+		// A request that timed out is sent again at once: the server that
+		// should have answered it is gone (an election), or still working
+		// on it (the same name makes the retry the same consumer). A
+		// refusal (the stream's leader moving, JetStream not ready) waits
+		// a little first.
+		wait := time.Duration(0)
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
+		}
+		c.w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.spec.Bucket),
+			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
+		if !sleep(ctx, wait) {
+			c.forget(name)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// createTimeout is how long one consumer creation request may take before
+// it is sent again. The server checks every pair of filters when it
+// creates a consumer (BenchmarkCreateConsumerFilters: ~0.08 s at 1,000
+// filters, 3.2–3.7 s at 8,000 on nats-server 2.15.2, ~55 ns a pair), so
+// the wait grows with that cost, twice over, on top of half a second for
+// the request itself in a busy cluster. The half second matters: after
+// the loss of the meta leader, a request lost to the election is noticed
+// after it, and the first event follows within the 3 s the runtime aims
+// at.
+//
+// A request that times out is sent again with twice the wait, up to
+// maxCreateTimeout.
+func createTimeout(filters int) time.Duration {
+	pairs := time.Duration(filters) * time.Duration(filters)
+	return 500*time.Millisecond + 2*55*pairs*time.Nanosecond
+}
+
+// maxCreateTimeout bounds the wait for one creation request.
+const maxCreateTimeout = 30 * time.Second
+
+// delete removes the current consumer from the server, if any. A consumer
+// that cannot be deleted now (its server unreachable) is left to its
+// inactive threshold.
+func (c *tailConsumer) delete() {
+	c.mu.Lock()
+	name := c.name
+	c.name = ""
+	c.mu.Unlock()
+	if name != "" {
+		c.forget(name)
+	}
+}
+
+// forget deletes the consumer name from the server, waiting at most two
+// seconds.
+func (c *tailConsumer) forget(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := c.w.js.DeleteConsumer(ctx, c.w.stream, name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		c.w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: deleting consumer", slog.String("consumer", name), slog.Any("error", err))
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// errConsumerBroken reports that the consumer's delivery broke and it must
+// be recreated from the last revision applied.
+type errConsumerBroken struct{ why string }
+
+func (e *errConsumerBroken) Error() string { return "kvwatch: consumer reset: " + e.why }
+
+// reconnects returns a channel that receives a value after each reconnect
+// of the watcher's connection, until stop is called: the consumer of an
+// R1 memory stream is gone after its server restarted, and waiting for two
+// missed heartbeats to find out would cost two seconds.
+func (w *Watcher) reconnects() (events <-chan struct{}, stop func()) {
+	nc := w.js.Conn()
+	status := nc.StatusChanged(nats.RECONNECTING, nats.CONNECTED)
+	out := make(chan struct{}, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		lost := false
+		for {
+			select {
+			case s, ok := <-status:
+				if !ok {
+					return
+				}
+				switch {
+				case s == nats.RECONNECTING:
+					lost = true
+				case s == nats.CONNECTED && lost:
+					lost = false
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			case <-done:
+				return
+			}
+		}
+	})
+	return out, func() {
+		close(done)
+		nc.RemoveStatusListener(status)
+		wg.Wait()
+	}
+}

@@ -1,0 +1,245 @@
+package kvwatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file reproduces defects found by trying the runtime as a user
+// would: each test failed before its fix.
+
+// A writer creates fresh keys in tenant b (each written once) while the
+// watcher toggles its scopes between {b, c} and {b, d}: every write to b,
+// the scope it keeps, is delivered exactly once, and the cache ends with
+// all of them. The bucket keeps 64 revisions a key, so that a lost write
+// cannot hide behind a newer one. Before the fix, SetScopes started the
+// next consumer after the added scope's read when the old consumer's
+// pending count said nothing was left, and that count lags behind the
+// stream: writes to b stored in that moment were never delivered.
+func TestSetScopesKeepsEveryWriteToAScopeItKeeps(t *testing.T) {
+	js := kvwatchtest.JetStream(t)
+	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", History: 64})
+	writeKeys(t, kv, "c", 20)
+	writeKeys(t, kv, "d", 20)
+	log := newRevisionLog()
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("b", "c"),
+		[]kvwatch.AnyBinding{log.binding(), kvwatch.Bind(&vpcKind, nil)}, debugLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var written []string
+	wg.Go(func() {
+		// Bursts of 20 writes in flight: the more writes land while
+		// SetScopes switches, the likelier the defect showed.
+		for i := 0; ctx.Err() == nil; {
+			var acks []jetstream.PubAckFuture
+			var keys []string
+			for range 20 {
+				key := fmt.Sprintf("vpc.b.route.n%d", i)
+				i++
+				f, err := js.PublishAsync("$KV.network."+key, []byte(`{"cidr":"b"}`))
+				if err != nil {
+					t.Errorf("publish: %v", err)
+					return
+				}
+				acks, keys = append(acks, f), append(keys, key)
+			}
+			time.Sleep(2 * time.Millisecond) // well within what the watcher applies
+			for j, f := range acks {
+				select {
+				case <-f.Ok():
+					mu.Lock()
+					written = append(written, keys[j])
+					mu.Unlock()
+				case err := <-f.Err():
+					t.Errorf("publish %s: %v", keys[j], err)
+				}
+			}
+		}
+	})
+	toggles := 200
+	if testing.Short() {
+		toggles = 50
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer scancel()
+	for i := range toggles {
+		other := "c"
+		if i%2 == 0 {
+			other = "d"
+		}
+		if err := w.SetScopes(sctx, vpcs("b", other)); err != nil {
+			t.Fatalf("SetScopes #%d: %v (stats %+v)", i, err, w.Stats())
+		}
+	}
+	cancel()
+	wg.Wait()
+	last := put(t, kv, "vpc.b.route.last", route{CIDR: "last"})
+	waitRevision(t, w, last)
+
+	log.mu.Lock()
+	var lost []string
+	for _, key := range written {
+		if len(log.revs[key]) != 1 {
+			lost = append(lost, fmt.Sprintf("%s delivered %v", key, log.revs[key]))
+		}
+	}
+	log.mu.Unlock()
+	if len(written) < 200 {
+		t.Errorf("only %d keys written during %d SetScopes calls: the test proves little", len(written), toggles)
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d writes to the kept scope b were not delivered exactly once, e.g.:\n%s",
+			len(lost), len(written), strings.Join(lost[:min(len(lost), 10)], "\n"))
+	}
+}
+
+// A watcher resumed after its bucket was deleted and made again, with the
+// same keys written in the same order (so that their revisions equal the
+// checkpoint's) but with new values, delivers the new values: a re-list
+// does not take an equal revision on another stream for the same entry.
+func TestResumeAfterTheBucketWasRecreatedWithTheSameRevisions(t *testing.T) {
+	js, kv := setup(t)
+	keys := []string{"vpc.a.route.r1", "vpc.a.route.r2", "vpc.a.route.r3"}
+	for _, key := range keys {
+		put(t, kv, key, route{CIDR: "old"})
+	}
+	cp := checkpointOf(t, js, vpcs("a"))
+	data, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := js.DeleteKeyValue(ctx, "network"); err != nil {
+		t.Fatal(err)
+	}
+	kv = kvwatchtest.Bucket(t, js, "network")
+	for _, key := range keys {
+		put(t, kv, key, route{CIDR: "new"})
+	}
+	var restored kvwatch.Checkpoint
+	if err := json.Unmarshal(data, &restored); err != nil {
+		t.Fatal(err)
+	}
+	restored.Kinds = cp.Kinds // the typed entries; JSON of the rest
+	got, w := resumeEvents(t, js, vpcs("a"), restored)
+	if s := w.Stats(); s.Resume != "relist" {
+		t.Errorf("Resume = %q, want relist", s.Resume)
+	}
+	want := []string{
+		`put vpc.a.route.r1 prev={"cidr":"old","next_hop":""} unknown=false`,
+		`put vpc.a.route.r2 prev={"cidr":"old","next_hop":""} unknown=false`,
+		`put vpc.a.route.r3 prev={"cidr":"old","next_hop":""} unknown=false`,
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("events after resuming on the recreated bucket:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A handler may call SetScopes (a node's assignment changes with an
+// event): the call returns once the change is queued, the change is
+// applied after the handler returns, and the watcher goes on; Stop from a
+// handler returns too, and so does WaitSynced before the watcher is
+// synced. Before, SetScopes from a handler waited for the goroutine it
+// ran on: the watcher hung for good, and so did a later Stop.
+func TestCallsFromAHandlerReturn(t *testing.T) {
+	js, kv := setup(t)
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "a"})
+	put(t, kv, "vpc.b.route.r1", route{CIDR: "b"})
+	var w *kvwatch.Watcher
+	ready := make(chan struct{})
+	type result struct {
+		what string
+		err  error
+	}
+	results := make(chan result, 10)
+	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
+		<-ready
+		switch {
+		case ev.Initial && ev.Key.VPC == "a":
+			// Before sync: WaitSynced would wait for this very call.
+			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			results <- result{"WaitSynced", w.WaitSynced(wctx)}
+		case !ev.Initial && ev.Op == kvwatch.OpPut && ev.Key.RouteID == "move":
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			results <- result{"SetScopes", w.SetScopes(ctx, vpcs("b"))}
+		case !ev.Initial && ev.Op == kvwatch.OpPut && ev.Key.RouteID == "stop":
+			w.Stop()
+			results <- result{"Stop", nil}
+		}
+	})
+	var err error
+	w, err = kvwatch.Start(context.Background(), js, &network, vpcs("a"), []kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	close(ready)
+	next := func(what string) result {
+		t.Helper()
+		select {
+		case r := <-results:
+			if r.what != what {
+				t.Fatalf("%s returned, want %s", r.what, what)
+			}
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s from a handler did not return within 10 s", what)
+		}
+		return result{}
+	}
+	if r := next("WaitSynced"); !errors.Is(r.err, kvwatch.ErrInHandler) {
+		t.Errorf("WaitSynced from a handler before sync = %v, want ErrInHandler", r.err)
+	}
+	waitSynced(t, w)
+	put(t, kv, "vpc.a.route.move", route{CIDR: "a"})
+	if r := next("SetScopes"); r.err != nil {
+		t.Fatalf("SetScopes from a handler: %v", r.err)
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "scopes changed to b", func() bool {
+		return slices.Equal(w.Filters(), []string{"$KV.network.vpc.b", "$KV.network.vpc.b.>"}) && w.Stats().Kinds["Route"].Cached == 1
+	})
+	put(t, kv, "vpc.b.route.stop", route{CIDR: "b"})
+	next("Stop")
+	select {
+	case <-w.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not end after Stop from a handler")
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the consumer deleted", func() bool {
+		return kvwatchtest.Consumers(t, js, "network") == 0
+	})
+}
+
+// A value that does not decode is reported with one codec prefix, not
+// "json: json: ...".
+func TestDataErrorTextHasOnePrefix(t *testing.T) {
+	_, err := kvwatch.JSON[route]{}.Decode([]byte(`{"cidr": 5}`))
+	if err == nil || strings.Count(err.Error(), "json:") != 1 {
+		t.Errorf("type error: %v, want one \"json:\"", err)
+	}
+	_, err = kvwatch.JSON[route]{}.Decode([]byte(`not json`))
+	if err == nil || strings.Count(err.Error(), "json:") != 1 {
+		t.Errorf("syntax error: %v, want one \"json:\"", err)
+	}
+}

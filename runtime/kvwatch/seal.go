@@ -1,0 +1,215 @@
+package kvwatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file seals a catch-up (see catchup.go): it reads every entry
+// written after the last one the tail applied, in order, up to an answer
+// with nothing after it, and delivers those in the watcher's scopes. That
+// answer is computed in isolation from writes, so it marks a revision E
+// at which the caches are exact: an entry the consumer or the seal found
+// overwritten before it read its place was overwritten by one at or below
+// E, which one of them delivered.
+//
+// The seal asks for one subject (a direct get takes one): the watcher's
+// filter when it has one, otherwise the narrowest wildcard covering all of
+// them (scanSubject), up to the whole bucket. It reads what that subject
+// received since the tail's last entry, which the tail brought close to
+// the stream's end first: normally little. A bucket written faster than
+// the seal reads would keep it going: after maxSealRounds answers it
+// stops, and the tail finishes the catch-up (exact only eventually).
+//
+// On a stream without direct get the seal asks the stream's message API,
+// one entry a request, and stops after maxSealGets of them.
+
+// sealBatch is the number of messages a seal request asks for; a byte
+// limit (answerMaxBytes) may end an answer earlier.
+const sealBatch = 1000
+
+// maxSealRounds bounds the answers of a seal that the bucket's writes
+// keep from ending; maxSealGets the single-entry requests on a stream
+// without direct get.
+const (
+	maxSealRounds = 16
+	maxSealGets   = 200
+)
+
+// seal delivers, in order, the entries of the watcher's scopes written
+// after plan.from up to an answer with nothing after it, and advances
+// plan.from and the watcher's revision to that end; complete reports
+// whether it got there. Cut short, it advances them as far as it read,
+// and end is where the stream had got to as far as the seal knows.
+func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete bool, err error) {
+	subject := scanSubject(w.subjectPrefix, w.filters)
+	deliver := func(e rawEntry) {
+		if !w.matchesScopes(e.key) {
+			return
+		}
+		w.stats.received.Add(1)
+		e.initial, e.ordered = plan.initial, true
+		w.deliver(e)
+	}
+	var read uint64
+	if w.directGet {
+		read, end, complete, err = w.sealByDirectGet(ctx, subject, plan.from, deliver)
+	} else {
+		read, end, complete, err = w.sealByMsgGet(ctx, subject, plan.from, deliver)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	plan.applied(read)
+	w.raiseRevision(plan.from)
+	if !complete {
+		w.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "kvwatch: the bucket is written faster than the catch-up's seal reads it: the tail finishes it, exact only eventually",
+			slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", plan.from), slog.Uint64("stream_at", end))
+	}
+	return end, complete, nil
+}
+
+// sealByDirectGet reads subject from after+1 by batched direct gets, and
+// returns the last revision read and, when cut short, where the stream
+// had got to.
+func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete bool, err error) {
+	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
+	if err := dg.open(ctx); err != nil {
+		return 0, 0, false, err
+	}
+	defer dg.close()
+	end = after
+	fn := func(msg *nats.Msg) {
+		if e, ok := w.directEntry(msg); ok {
+			deliver(e)
+		}
+	}
+	for round := 1; ; round++ {
+		res, err := dg.read(directGetRequest{Seq: end + 1, NextBySubj: subject, Batch: sealBatch}, fn)
+		switch {
+		case errors.Is(err, errNoResults):
+			return end, end, true, nil // nothing after end
+		case err != nil:
+			return 0, 0, false, fmt.Errorf("kvwatch: sealing the catch-up: %w", err)
+		}
+		end = max(end, res.lastSeq)
+		switch {
+		case res.pending == 0:
+			return end, end, true, nil
+		case round >= maxSealRounds:
+			return end, end + res.pending, false, nil
+		}
+	}
+}
+
+// sealByMsgGet reads subject from after+1 one entry a request, on a stream
+// without direct get. A failed request (a refused permission shows as a
+// timeout) leaves the rest to the tail, with a warning.
+func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete bool, err error) {
+	read = after
+	for range maxSealGets {
+		e, found, err := w.msgGetNext(ctx, read+1, subject)
+		switch {
+		case err != nil:
+			w.tolerateViolation()
+			w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot seal the catch-up without direct get: a key overwritten during it may come just after the sync point",
+				slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+			return read, read, false, nil
+		case !found:
+			return read, read, true, nil
+		}
+		read = e.revision
+		deliver(e)
+	}
+	return read, read + 1, false, nil
+}
+
+// msgGetResponse is the answer of the stream message API.
+type msgGetResponse struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *struct {
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
+	} `json:"message,omitempty"`
+}
+
+// msgGetNext returns the first entry at or after seq whose subject matches
+// subject, by the stream message API ($JS.API.STREAM.MSG.GET.<stream>),
+// which every stream answers; found is false when there is none.
+func (w *Watcher) msgGetNext(ctx context.Context, seq uint64, subject string) (e rawEntry, found bool, err error) {
+	body, err := json.Marshal(struct {
+		Seq        uint64 `json:"seq"`
+		NextBySubj string `json:"next_by_subj"`
+	}{seq, subject})
+	if err != nil {
+		return rawEntry{}, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
+	defer cancel()
+	reply, err := w.js.Conn().RequestWithContext(ctx, apiPrefix(w.js)+"STREAM.MSG.GET."+w.stream, body)
+	if err != nil {
+		return rawEntry{}, false, fmt.Errorf("stream message get: %w", err)
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return rawEntry{}, false, fmt.Errorf("stream message get: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return rawEntry{}, false, nil
+	case resp.Error != nil:
+		return rawEntry{}, false, fmt.Errorf("stream message get: %w", resp.Error)
+	case resp.Message == nil:
+		return rawEntry{}, false, errors.New("stream message get: empty answer")
+	}
+	m := resp.Message
+	var hdr nats.Header
+	if len(m.Header) > 0 {
+		if hdr, err = nats.DecodeHeadersMsg(m.Header); err != nil {
+			return rawEntry{}, false, fmt.Errorf("stream message get: %w", err)
+		}
+	}
+	key, ok := w.keyOf(m.Subject)
+	if !ok {
+		return rawEntry{}, false, fmt.Errorf("stream message get: subject %q is not in the bucket", m.Subject)
+	}
+	return rawEntry{key: key, value: m.Data, op: opOf(hdr), revision: m.Sequence, created: m.Time}, true, nil
+}
+
+// scanSubject returns one subject covering every filter: the filter
+// itself when there is one, else the filters' common literal tokens and
+// ">", one token shorter when a filter ends there (">" needs a token to
+// match), and never shorter than the bucket's prefix.
+func scanSubject(prefix string, filters []string) string {
+	if len(filters) == 1 {
+		return filters[0]
+	}
+	common := strings.Split(filters[0], ".")
+	for _, f := range filters {
+		tokens := strings.Split(f, ".")
+		n := 0
+		for n < len(common) && n < len(tokens) && common[n] == tokens[n] && tokens[n] != "*" && tokens[n] != ">" {
+			n++
+		}
+		if n == len(tokens) {
+			n-- // f is the common part itself
+		}
+		common = common[:n]
+	}
+	covering := strings.Join(common, ".") + "."
+	if len(covering) < len(prefix) {
+		return prefix + ">"
+	}
+	return covering + ">"
+}
