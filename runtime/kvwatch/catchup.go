@@ -56,6 +56,11 @@ type catchUp struct {
 	// before the watcher is first synced, and while SetScopes replays the
 	// state through the consumer (no direct get).
 	initial bool
+	// added matches the keys of the scopes SetScopes adds: their entries
+	// until done bring them in, and are flagged Initial too (they may be
+	// older than live events already delivered, when the added scopes were
+	// read from a replica behind the watcher).
+	added *filterMatcher
 	// path names how the state was read, for Stats.
 	path string
 	// done runs on the event goroutine once the catch-up is sealed: the
@@ -82,13 +87,19 @@ func (c *catchUp) applied(rev uint64) {
 	}
 }
 
+// initialEntry reports whether an entry of key delivered now is flagged
+// Initial.
+func (c *catchUp) initialEntry(key string) bool {
+	return c.initial || (c.added != nil && c.added.matches(key))
+}
+
 // reached reports whether the tail is at or past the target.
 func (c *catchUp) reached() bool { return !c.lastPerSubject && c.from >= c.target }
 
 // finish ends the catch-up: the plan becomes the live tail, and done runs.
 func (c *catchUp) finish() {
 	done := c.done
-	c.pending, c.skip, c.initial, c.done = false, nil, false, nil
+	c.pending, c.skip, c.initial, c.added, c.done = false, nil, false, nil, nil
 	if done != nil {
 		done()
 	}

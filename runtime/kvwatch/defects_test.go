@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,8 +172,13 @@ func TestCallsFromAHandlerReturn(t *testing.T) {
 		err  error
 	}
 	results := make(chan result, 10)
+	var afterStop atomic.Int64
+	stopped := false
 	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
 		<-ready
+		if stopped {
+			afterStop.Add(1)
+		}
 		switch {
 		case ev.Initial && ev.Key.VPC == "a":
 			// Before sync: WaitSynced would wait for this very call.
@@ -185,6 +191,7 @@ func TestCallsFromAHandlerReturn(t *testing.T) {
 			results <- result{"SetScopes", w.SetScopes(ctx, vpcs("b"))}
 		case !ev.Initial && ev.Op == kvwatch.OpPut && ev.Key.RouteID == "stop":
 			w.Stop()
+			stopped = true
 			results <- result{"Stop", nil}
 		}
 	})
@@ -219,7 +226,16 @@ func TestCallsFromAHandlerReturn(t *testing.T) {
 	kvwatchtest.Eventually(t, 10*time.Second, "scopes changed to b", func() bool {
 		return slices.Equal(w.Filters(), []string{"$KV.network.vpc.b", "$KV.network.vpc.b.>"}) && w.Stats().Kinds["Route"].Cached == 1
 	})
-	put(t, kv, "vpc.b.route.stop", route{CIDR: "b"})
+	// Two writes at once, likely in one pull: after Stop from a handler no
+	// handler runs, even for an entry already received.
+	stop, err := js.PublishAsync("$KV.network.vpc.b.route.stop", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishAsync("$KV.network.vpc.b.route.after", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-stop.Ok()
 	next("Stop")
 	select {
 	case <-w.Done():
@@ -229,6 +245,9 @@ func TestCallsFromAHandlerReturn(t *testing.T) {
 	kvwatchtest.Eventually(t, 10*time.Second, "the consumer deleted", func() bool {
 		return kvwatchtest.Consumers(t, js, "network") == 0
 	})
+	if n := afterStop.Load(); n > 0 {
+		t.Errorf("%d handler calls after Stop from a handler", n)
+	}
 }
 
 // A value that does not decode is reported with one codec prefix, not

@@ -12,6 +12,9 @@ import (
 type dispatcher struct {
 	cfg   *config
 	stats *counters
+	// stopped is set once the watch is ending (Stop, the context): no
+	// handler runs after that, even for entries already in hand.
+	stopped atomic.Bool
 }
 
 // counters are the watcher-wide statistics, updated by the event goroutine
@@ -42,6 +45,9 @@ func (k *kindCounters) count(op Op) {
 
 // call runs a handler, turning a panic into a *HandlerError report.
 func (d *dispatcher) call(kind string, e *rawEntry, handler func()) {
+	if d.stopped.Load() {
+		return
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			d.stats.handlerPanics.Add(1)
@@ -54,6 +60,9 @@ func (d *dispatcher) call(kind string, e *rawEntry, handler func()) {
 // callHandler runs handler(ev), turning a panic into a *HandlerError
 // report. It is call without the closure (which would allocate per event).
 func callHandler[E any](d *dispatcher, kind string, e *rawEntry, handler func(E), ev E) {
+	if d.stopped.Load() {
+		return
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			d.stats.handlerPanics.Add(1)

@@ -249,16 +249,18 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	// covers the added scopes up to S) and, when the read is older than R
 	// (answered by a replica behind the one that delivered R), the old
 	// scopes up to R.
-	skip := res.marks.window(w, added, res.oldest)
+	addedKeys := w.keyMatcher(added)
 	if len(sw.old) == 0 {
-		skip = res.marks.window(w, nil, 0)
 		w.setRevision(res.oldest)
-		return &catchUp{from: res.oldest, skip: skip, target: res.newest, exact: res.atomic, pending: true, done: finish}, nil
+		return &catchUp{from: res.oldest, skip: res.marks.window(w, nil, 0), target: res.newest, exact: res.atomic,
+			pending: true, added: addedKeys, done: finish}, nil
 	}
+	skip := res.marks.window(w, added, res.oldest)
 	if res.oldest < sw.rev {
 		skip = skip.with(&dedupeWindow{groups: []dedupeGroup{{keys: w.keyMatcher(sw.old), upTo: sw.rev}}, upTo: sw.rev})
 	}
-	return &catchUp{from: min(sw.rev, res.oldest), skip: skip, target: max(res.newest, sw.rev), pending: true, done: finish}, nil
+	return &catchUp{from: min(sw.rev, res.oldest), skip: skip, target: max(res.newest, sw.rev), pending: true,
+		added: addedKeys, done: finish}, nil
 }
 
 // scopeSwitch is what switching the filters of a batch of SetScopes

@@ -56,7 +56,7 @@ func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete
 			return
 		}
 		w.stats.received.Add(1)
-		e.initial, e.ordered = plan.initial, true
+		e.initial, e.ordered = plan.initialEntry(e.key), true
 		w.deliver(e)
 	}
 	var read uint64

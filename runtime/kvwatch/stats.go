@@ -32,6 +32,10 @@ type Stats struct {
 	Synced bool
 	// Filters is the number of subject filters on the watcher's consumer.
 	Filters int
+	// Consumer is the name of the watcher's consumer on the server, ""
+	// while it has none. The watcher's consumers are named
+	// kvw_<unique token>_<n>, one at a time, n counting the recreations.
+	Consumer string
 	// InitialState is how the initial state was read: "direct-get"
 	// (batched reads without a consumer), "direct-get-listing" (a scope
 	// held more than 1,024 keys: listed, then read in chunks), "consumer"
@@ -66,6 +70,7 @@ func (w *Watcher) Stats() Stats {
 		Received:       w.stats.received.Load(),
 		Synced:         w.isSynced(),
 		Filters:        len(w.currentFilters()),
+		Consumer:       w.consumer.current(),
 	}
 	w.state.mu.RLock()
 	s.LastRevision = w.state.revision

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,15 +69,17 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 	defer stopOnCancel()
 	resetWanted := make(chan struct{}, 1)
 	stopOnReconnect := make(chan struct{})
+	var watching sync.WaitGroup
+	defer watching.Wait()
 	defer close(stopOnReconnect)
-	go func() {
+	watching.Go(func() {
 		select {
 		case <-reconnected:
 			resetWanted <- struct{}{}
 			it.Stop()
 		case <-stopOnReconnect:
 		}
-	}()
+	})
 	pending := uint64(0)
 	if info := cons.CachedInfo(); info != nil {
 		pending = info.NumPending
@@ -149,7 +152,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			op:       opOf(msg.Headers()),
 			revision: rev,
 			created:  time.Unix(0, meta.timestamp),
-			initial:  plan.initial,
+			initial:  plan.initialEntry(key),
 			ordered:  true,
 		})
 		plan.applied(rev)

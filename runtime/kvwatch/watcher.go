@@ -134,6 +134,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		w.startStream = stream
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
+	context.AfterFunc(w.ctx, func() { w.disp.stopped.Store(true) })
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: start",
 		slog.String("bucket", spec.Bucket), slog.Int("filters", len(w.filters)))
 	go w.run()
@@ -286,6 +287,7 @@ func (w *Watcher) Err() error {
 // idempotent. From a handler it returns at once: the watch ends when the
 // handler returns, with no further event.
 func (w *Watcher) Stop() {
+	w.disp.stopped.Store(true) // at once: a handler calling Stop is the last
 	w.cancel()
 	if w.onEventGoroutine() {
 		return
