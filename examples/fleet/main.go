@@ -6,6 +6,10 @@
 //	go run ./examples/fleet                     # on an embedded nats-server
 //	go run ./examples/fleet -server nats://...  # on an existing server
 //
+// On an existing server it creates bucket "network" and deletes it at the
+// end; it refuses to run when that bucket exists already, since it would
+// write its demo data into someone else's bucket.
+//
 // The typed package it uses, fleetkv, is generated from
 // fleetkv/kvwatch.yaml by `go generate ./examples/fleet/fleetkv`.
 package main
@@ -45,7 +49,8 @@ var (
 func run(serverURL string, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if serverURL == "" {
+	external := serverURL != ""
+	if !external {
 		srv, err := startServer()
 		if err != nil {
 			return err
@@ -63,9 +68,13 @@ func run(serverURL string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "network"})
+	kv, err := createBucket(ctx, js, serverURL)
 	if err != nil {
 		return err
+	}
+	if external {
+		// The bucket is the example's: leave nothing of it behind.
+		defer js.DeleteKeyValue(context.Background(), "network")
 	}
 	network := fleetkv.NewNetworkBucket(kv)
 	if err := writeFleet(ctx, network); err != nil {
@@ -113,6 +122,27 @@ func run(serverURL string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "consumers on KV_network: %d\n", stream.CachedInfo().State.Consumers)
 	return nil
+}
+
+// createBucket creates the example's bucket, "network". It refuses to use
+// one that exists already: the example writes demo data into its bucket
+// and deletes it at the end, so it must never be a bucket it did not
+// create (someone's real network state, say).
+func createBucket(ctx context.Context, js jetstream.JetStream, serverURL string) (jetstream.KeyValue, error) {
+	refuse := fmt.Errorf("bucket %q already exists on %s: the example writes demo data into a bucket it creates, and deletes it at the end, "+
+		"so it never touches one it did not create; run it without -server (on an embedded nats-server), "+
+		"or with -server on a server or account without that bucket", "network", serverURL)
+	switch _, err := js.KeyValue(ctx, "network"); {
+	case err == nil:
+		return nil, refuse
+	case !errors.Is(err, jetstream.ErrBucketNotFound):
+		return nil, err
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "network", Description: "demo data of kvwatchgen's examples/fleet, deleted when it ends"})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		return nil, refuse // created meanwhile, by someone else
+	}
+	return kv, err
 }
 
 // writeFleet writes a VPC config, two routes and a firewall rule per VPC.

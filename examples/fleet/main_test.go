@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestExample runs the example end to end on its embedded server and
@@ -30,6 +34,11 @@ func TestExampleOnExistingServer(t *testing.T) {
 		t.Errorf("started an embedded server despite -server:\n%s", out.String())
 	}
 	checkOutput(t, out.String())
+	// The bucket it created is gone: nothing left behind on the server.
+	_, js := kvwatchtest.Connect(t, s)
+	if _, err := js.KeyValue(context.Background(), "network"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("after the example, bucket network: %v, want it deleted", err)
+	}
 }
 
 func checkOutput(t *testing.T, text string) {
@@ -78,4 +87,41 @@ func checkOutput(t *testing.T, text string) {
 	if strings.Contains(after, "violet") {
 		t.Errorf("violet printed:\n%s", after)
 	}
+}
+
+// -server URL against a server that already has a "network" bucket: the
+// example refuses, saying how to go on, and leaves the bucket as it was
+// (configuration, keys and their history). It once reconfigured such a
+// bucket (history 1, its description gone) and wrote its demo keys into it.
+func TestExampleLeavesAnExistingBucketAlone(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, js := kvwatchtest.Connect(t, s)
+	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", History: 5, Description: "production network state"})
+	ctx := context.Background()
+	for _, v := range []string{"v1", "v2", "v3"} {
+		if _, err := kv.PutString(ctx, "vpc.prod", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := streamState(t, js)
+	var out bytes.Buffer
+	err := run(s.ClientURL(), &out)
+	if err == nil || !strings.Contains(err.Error(), `"network" already exists`) || !strings.Contains(err.Error(), "-server") {
+		t.Fatalf("run on a server with a network bucket = %v, want a refusal saying how to go on\n%s", err, out.String())
+	}
+	if after := streamState(t, js); after != before {
+		t.Errorf("the bucket changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// streamState renders what must not change in the network bucket: its
+// configuration and contents.
+func streamState(t *testing.T, js jetstream.JetStream) string {
+	t.Helper()
+	stream, err := js.Stream(context.Background(), "KV_network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := stream.CachedInfo()
+	return fmt.Sprintf("history=%d description=%q msgs=%d last=%d", info.Config.MaxMsgsPerSubject, info.Config.Description, info.State.Msgs, info.State.LastSeq)
 }
