@@ -41,17 +41,20 @@ type catchUp struct {
 	// bulk of a long catch-up.
 	target uint64
 	// exact is set when the caches are exact at from already: the state
-	// was read in one atomic answer, or nothing was read. A read in
-	// several requests is not, even when they were pinned at one
+	// was just read in one atomic answer, or there is nothing to watch. A
+	// read in several requests is not, even when they were pinned at one
 	// revision: a key overwritten after it (history 1) has no entry at or
-	// below it left when its request is answered.
+	// below it left when its request is answered. Nor is a live tail: an
+	// entry overwritten before the consumer got to it is missing until
+	// the newer one comes.
 	exact bool
 	// pending is set while the catch-up is not done. A plan that is not
 	// pending is the live tail.
 	pending bool
-	// sealed is set once the seal ran (or could not: see seal), so that it
-	// runs once a catch-up.
-	sealed bool
+	// seals counts the seals cut short by a bucket written faster than
+	// they read (see seal.go): after maxSealAttempts the tail finishes
+	// the catch-up without one.
+	seals int
 	// initial flags the entries delivered until done as Initial: set
 	// before the watcher is first synced, and while SetScopes replays the
 	// state through the consumer (no direct get).

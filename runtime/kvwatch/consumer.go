@@ -3,6 +3,7 @@ package kvwatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -34,6 +35,9 @@ type tailConsumer struct {
 	// (one at a time), so that operators and tests can tell them apart.
 	prefix string
 	serial int
+	// gone holds consumers replaced but not yet deleted from the server:
+	// the next one is created only once they are (event goroutine only).
+	gone []string
 	// name is the consumer on the server now, "" when none; guarded by
 	// mu (Stats reads it).
 	mu   sync.Mutex
@@ -59,13 +63,16 @@ type consumerStart struct {
 	after          uint64 // otherwise, every entry after this revision
 }
 
-// start deletes the current consumer, if any, and creates the next one
-// with filters, starting at at. It retries on its own until the consumer
-// exists, the context ends, or an error retrying cannot fix (terminal, or
-// a permissions violation behind a timeout). Only then is the old one
-// gone and the new one there: the watcher never holds two.
+// start replaces the current consumer, if any, by one with filters,
+// starting at at: the old one is deleted first, then the new one created,
+// each request sent again until it is answered (see createTimeout), so
+// that the watcher never holds two, even when the old one's server is
+// gone and the meta leader with it (no deletion or creation is answered
+// until a new one is elected). It returns once the new consumer exists,
+// the context ends, or on an error retrying cannot fix (terminal, or a
+// permissions violation behind a timeout).
 func (c *tailConsumer) start(ctx context.Context, filters []string, at consumerStart) (jetstream.Consumer, error) {
-	c.delete()
+	c.retire()
 	c.serial++
 	name := c.prefix + "_" + strconv.Itoa(c.serial)
 	cfg := jetstream.ConsumerConfig{
@@ -98,9 +105,13 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at consumerS
 			// work for ever at the same pace.
 			timeout = min(2*timeout, maxCreateTimeout)
 		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		cons, err := c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, cfg)
-		cancel()
+		err := c.deleteGone(ctx, timeout)
+		var cons jetstream.Consumer
+		if err == nil {
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			cons, err = c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, cfg)
+			cancel()
+		}
 		if err == nil {
 			c.mu.Lock()
 			c.name = name
@@ -108,7 +119,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at consumerS
 			return cons, nil
 		}
 		if ctx.Err() != nil {
-			c.forget(name) // a request in flight may still create it
+			c.gone = append(c.gone, name) // a request in flight may still create it
 			return nil, ctx.Err()
 		}
 		err = c.w.consumerErr(err)
@@ -130,10 +141,36 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at consumerS
 		c.w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.spec.Bucket),
 			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
 		if !sleep(ctx, wait) {
-			c.forget(name)
+			c.gone = append(c.gone, name)
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// retire marks the current consumer for deletion.
+func (c *tailConsumer) retire() {
+	c.mu.Lock()
+	name := c.name
+	c.name = ""
+	c.mu.Unlock()
+	if name != "" {
+		c.gone = append(c.gone, name)
+	}
+}
+
+// deleteGone deletes the retired consumers, each request waiting at most
+// timeout; it stops at the first that fails.
+func (c *tailConsumer) deleteGone(ctx context.Context, timeout time.Duration) error {
+	for len(c.gone) > 0 {
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		err := c.w.js.DeleteConsumer(dctx, c.w.stream, c.gone[0])
+		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("deleting the replaced consumer %s: %w", c.gone[0], err)
+		}
+		c.gone = c.gone[1:]
+	}
+	return nil
 }
 
 // createTimeout is how long one consumer creation request may take before
@@ -156,27 +193,16 @@ func createTimeout(filters int) time.Duration {
 // maxCreateTimeout bounds the wait for one creation request.
 const maxCreateTimeout = 30 * time.Second
 
-// delete removes the current consumer from the server, if any. A consumer
-// that cannot be deleted now (its server unreachable) is left to its
-// inactive threshold.
+// delete removes the current consumer and the retired ones from the
+// server, waiting at most two seconds in all. A consumer that cannot be
+// deleted now (its server unreachable) is left to its inactive threshold.
 func (c *tailConsumer) delete() {
-	c.mu.Lock()
-	name := c.name
-	c.name = ""
-	c.mu.Unlock()
-	if name != "" {
-		c.forget(name)
-	}
-}
-
-// forget deletes the consumer name from the server, waiting at most two
-// seconds.
-func (c *tailConsumer) forget(name string) {
+	c.retire()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err := c.w.js.DeleteConsumer(ctx, c.w.stream, name)
-	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		c.w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: deleting consumer", slog.String("consumer", name), slog.Any("error", err))
+	if err := c.deleteGone(ctx, 2*time.Second); err != nil {
+		c.w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: deleting the consumer", slog.Any("error", err))
+		c.gone = nil
 	}
 }
 

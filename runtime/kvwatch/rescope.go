@@ -217,14 +217,20 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	}
 	added := sw.added()
 	if len(added) == 0 {
-		// Scopes removed only: nothing to read or catch up.
-		return &catchUp{from: sw.rev, exact: true, pending: true, done: finish}, nil
+		// Scopes removed only: nothing to read, but the live tail is not
+		// exact at R (an entry overwritten before the consumer got to it
+		// comes later, as its newer entry): sealed from R like any
+		// catch-up.
+		return &catchUp{from: sw.rev, pending: true, done: finish}, nil
 	}
 	stream, err := w.js.Stream(w.ctx, w.stream)
 	if err != nil {
 		return nil, w.streamErr(err)
 	}
 	info := stream.CachedInfo()
+	if err := w.sameStream(info); err != nil {
+		return nil, err
+	}
 	last := info.State.LastSeq
 	w.directGet = info.Config.AllowDirect
 	if !w.directGet {

@@ -42,10 +42,13 @@ func (w *Watcher) watch() error {
 				// re-list does).
 				w.beginRelist(nil)
 			}
-			w.plan, err = w.startPlan(w.ctx)
+			plan, err := w.startPlan(w.ctx)
+			if err == nil {
+				w.plan = plan
+			}
 			return err
 		})
-		if err != nil {
+		if err != nil || w.ctx.Err() != nil {
 			return err
 		}
 	} else {
@@ -66,7 +69,7 @@ func (w *Watcher) watch() error {
 		case err == nil:
 			return nil // the context ended
 		case errors.As(err, &rs):
-			if err := w.rescope(rs.reqs); err != nil {
+			if err := w.rescope(rs.reqs); err != nil || w.ctx.Err() != nil {
 				return err
 			}
 			attempt = 0
@@ -99,7 +102,10 @@ func (w *Watcher) rescope(reqs []*rescopeRequest) error {
 			// caught up (as a retried initial read does).
 			w.beginRelist(w.keyMatcher(sw.added()).matches)
 		}
-		w.plan, err = w.rescopePlan(reqs, &sw)
+		plan, err := w.rescopePlan(reqs, &sw)
+		if err == nil {
+			w.plan = plan
+		}
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package kvwatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -31,15 +32,54 @@ func (w *Watcher) tail() error {
 	reconnected, stopWatching := w.reconnects()
 	defer stopWatching()
 	for {
+		if w.verifyStream {
+			if err := w.checkStream(); err != nil {
+				return err
+			}
+			w.verifyStream = false
+		}
 		err := w.tailOnce(reconnected)
 		var broken *errConsumerBroken
 		if !errors.As(err, &broken) {
+			if err != nil {
+				w.verifyStream = true // before the watch loop's retry
+			}
 			return err
 		}
 		w.stats.consumerResets.Add(1)
+		w.verifyStream = true
 		w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: recreating the consumer", slog.String("bucket", w.spec.Bucket),
 			slog.String("why", broken.why), slog.Uint64("after", w.plan.from))
 	}
+}
+
+// checkStream makes sure that the stream a broken tail goes on with is the
+// one the caches come from: a bucket deleted and made again (its revisions
+// start over) ends the watch with ErrBucketNotFound, as the deletion alone
+// does. One stream info request, after a consumer broke only.
+func (w *Watcher) checkStream() error {
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
+	defer cancel()
+	stream, err := w.js.Stream(ctx, w.stream)
+	if err != nil {
+		return w.streamErr(err)
+	}
+	return w.sameStream(stream.CachedInfo())
+}
+
+// sameStream returns ErrBucketNotFound when info is of another stream than
+// the one the caches come from (created at another time), and records the
+// stream's creation when none is known yet.
+func (w *Watcher) sameStream(info *jetstream.StreamInfo) error {
+	w.state.mu.Lock()
+	defer w.state.mu.Unlock()
+	switch known := w.state.streamCreated; {
+	case known.IsZero():
+		w.state.streamCreated = info.Created
+	case !known.Equal(info.Created):
+		return fmt.Errorf("%w: %s (stream %s was deleted and created again, its revisions start over)", ErrBucketNotFound, w.spec.Bucket, w.stream)
+	}
+	return nil
 }
 
 // tailOnce runs one consumer of the tail until it breaks
@@ -92,7 +132,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			// the state is empty as of the target.
 			plan.lastPerSubject, plan.from = false, max(plan.from, plan.target)
 		}
-		if err := w.sealAndFinish(); err != nil {
+		if err := w.sealAndFinish("nothing to deliver"); err != nil {
 			return err
 		}
 	}
@@ -112,7 +152,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		case w.ctx.Err() != nil:
 			return nil
 		case errors.Is(err, nats.ErrTimeout):
-			if err := w.sealAndFinish(); err != nil {
+			if err := w.sealAndFinish("idle"); err != nil {
 				return err
 			}
 			continue
@@ -157,39 +197,55 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		})
 		plan.applied(rev)
 		if plan.pending && (plan.reached() || meta.pending == 0) {
-			if err := w.sealAndFinish(); err != nil {
+			if err := w.sealAndFinish("caught up"); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// sealAndFinish ends a pending catch-up: it seals it (see seal.go) and
-// runs its done. A seal cut short by a bucket written faster than it
-// reads leaves the rest to the consumer, up to where the seal saw the
-// stream end: the catch-up finishes when the tail gets there, exact only
-// eventually.
-func (w *Watcher) sealAndFinish() error {
+// sealAndFinish ends a pending catch-up once the tail seems caught up
+// (why: its consumer reached the target, had nothing pending, or was
+// idle): it seals it (see seal.go) and runs its done. A seal cut short by
+// a bucket written faster than it reads leaves the catch-up pending: the
+// consumer goes on, and the next time it seems caught up the seal is
+// tried again, from there. After maxSealAttempts such seals the catch-up
+// finishes the next time, without one: exact only eventually.
+func (w *Watcher) sealAndFinish(why string) error {
 	plan := w.plan
 	if !plan.pending {
 		return nil
 	}
-	if !plan.sealed && !plan.needsNothing() {
+	switch {
+	case plan.needsNothing():
+	case plan.seals < maxSealAttempts:
+		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: sealing the catch-up", slog.String("bucket", w.spec.Bucket),
+			slog.String("why", why), slog.Uint64("after", plan.from), slog.Uint64("target", plan.target))
 		end, complete, err := w.seal(w.ctx, plan)
 		if err != nil {
 			return err
 		}
-		plan.sealed = true
 		if !complete {
+			plan.seals++
 			plan.target = end
-			if !plan.reached() {
-				return nil
-			}
+			return nil
 		}
+	}
+	// A sync point is one of the stream the caches come from: a bucket
+	// deleted and made again between the read and the consumer's creation
+	// takes the consumer without an error, a deleted one loses its
+	// messages under the consumer, and a new one answers a seal with
+	// "nothing after". One stream info request a catch-up.
+	if err := w.checkStream(); err != nil {
+		return err
 	}
 	plan.finish()
 	return nil
 }
+
+// maxSealAttempts is how many seals a catch-up tries before it finishes
+// without one (see sealAndFinish).
+const maxSealAttempts = 3
 
 // takeRescopes hands waiting SetScopes requests over to the watch loop
 // (*errRescope) once the tail is live; while it catches up they wait.

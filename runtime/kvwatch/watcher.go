@@ -64,6 +64,9 @@ type Watcher struct {
 	plan      *catchUp
 	consumer  *tailConsumer
 	directGet bool
+	// verifyStream is set after the tail broke: before the next consumer,
+	// the stream must be the one the caches come from (checkStream).
+	verifyStream bool
 
 	mu         sync.Mutex
 	err        error  // terminal error, set before done is closed

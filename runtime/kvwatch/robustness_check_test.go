@@ -1,0 +1,264 @@
+package kvwatch_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+)
+
+// This file checks what the robustness test's watchers delivered against
+// the history of writes, guarantee by guarantee (DESIGN.md §4a):
+//
+//  1. Ordered: live events (not Initial) in strictly increasing revision,
+//     across kinds.
+//  2. Unique: a key's revisions strictly increase while it stays in scope
+//     (a delete with LeftScope or FinalStateUnknown ends that), so none is
+//     delivered twice.
+//  3. Reliable: every event is a write of the history, with its key, op
+//     and value; on a bucket keeping 64 revisions a key, no write of a key
+//     lies between two of its events, unless a later purge rolled it up;
+//     and the newest write of every key in scope is delivered (the final
+//     state).
+//  4. Exact at every sync point: the caches equal the history's state at
+//     their revision within their filters.
+//  5. Resumable: a delta delivers only revisions after the checkpoint's.
+//
+// One consumer and clean stops are checked while the run goes on.
+
+// checkLife checks one life of watcher id; it returns the violations.
+func checkLife(hist *history, bucketHistory int, id, n int, l *life) []string {
+	var bad []string
+	fail := func(format string, args ...any) {
+		bad = append(bad, fmt.Sprintf("watcher %d life %d (epoch %d): ", id, n, l.epoch)+fmt.Sprintf(format, args...))
+	}
+	if l.ended != nil && !errors.Is(l.ended, kvwatch.ErrBucketNotFound) {
+		fail("the watch ended on %v", l.ended)
+	}
+	l.epoch = l.readEpoch()
+	for _, e := range l.events {
+		if e.sync && len(e.filters) > 0 && e.epoch != l.epoch {
+			fail("sync point at %d on another incarnation of the bucket than the life's", e.rev)
+		}
+	}
+	for i, cp := range l.syncs {
+		diffs := stateDiff(hist, l.epoch, cp)
+		for _, d := range diffs {
+			fail("sync point at %d: %s", cp.Revision, d)
+		}
+		if len(diffs) > 0 {
+			// What the watcher delivered of the first key, up to then.
+			key, _, _ := strings.Cut(diffs[0], " ")
+			var seen []string
+			syncs := 0
+			for _, e := range l.events {
+				if e.sync {
+					if syncs++; syncs > i {
+						break
+					}
+					seen = append(seen, fmt.Sprintf("sync@%d", e.rev))
+				} else if e.key == key {
+					seen = append(seen, fmt.Sprintf("%s@%d initial=%v", e.op, e.rev, e.initial))
+				}
+			}
+			fail("sync point at %d: %s was delivered as %v", cp.Revision, key, seen)
+		}
+	}
+	var lastLive uint64
+	// lastOf is each key's last revision known in this life (restored or
+	// delivered), lastEvent its last delivered one: a gap is checked
+	// between deliveries only (a re-list delivers a state, not history).
+	lastOf, lastEvent := map[string]uint64{}, map[string]uint64{}
+	if l.resumed != nil {
+		// The restored entries within the scopes the watcher started with
+		// are its own from the start.
+		for _, e := range l.resumed.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+			if inFilters(l.startFilters, e.Key.String()) {
+				lastOf[e.Key.String()] = e.Revision
+			}
+		}
+		for _, e := range l.resumed.Kinds[1].([]kvwatch.Entry[vpcKey, vpcConfig]) {
+			if inFilters(l.startFilters, e.Key.String()) {
+				lastOf[e.Key.String()] = e.Revision
+			}
+		}
+	}
+	synced := false
+	recreated := l.resumed != nil && l.resumePath == "relist" && l.resumedEpoch != l.epoch
+	if recreated {
+		clear(lastOf) // another stream: its revisions start over
+	}
+	for _, e := range l.events {
+		if e.sync {
+			synced = true
+			// Keys out of the scopes of this sync point were out of them
+			// since the switch that led to it: their next event starts
+			// over (a key absent when its scope left had no LeftScope
+			// delete to say so).
+			for key := range lastOf {
+				if !inFilters(e.filters, key) {
+					delete(lastOf, key)
+					delete(lastEvent, key)
+				}
+			}
+			continue
+		}
+		if e.inferred {
+			if e.op != kvwatch.OpDelete {
+				fail("%s: LeftScope or FinalStateUnknown on a %s", e.key, e.op)
+			}
+			delete(lastOf, e.key)
+			delete(lastEvent, e.key)
+			continue
+		}
+		w, ok := hist.write(l.epoch, e.rev)
+		switch {
+		case !ok:
+			fail("%s at %d: no write at that revision", e.key, e.rev)
+			continue
+		case w.key != e.key || opName(e.op) != w.op || (w.op == "PUT" && canonical(e.key, w.value) != e.value):
+			fail("%s %s at %d %s: the write there is %s %s %s", e.key, e.op, e.rev, e.value, w.key, w.op, w.value)
+		}
+		if !e.initial {
+			if e.rev <= lastLive {
+				fail("%s at %d: live event after one at %d", e.key, e.rev, lastLive)
+			}
+			lastLive = e.rev
+		}
+		if last, ok := lastOf[e.key]; ok && e.rev <= last {
+			fail("%s at %d: delivered after its revision %d", e.key, e.rev, last)
+		}
+		if last, ok := lastEvent[e.key]; ok && bucketHistory > 1 && !e.initial {
+			// Initial events are a state, not the next change: a key
+			// whose scope was re-added is read as it is now.
+			for _, skipped := range skippedWrites(hist, l.epoch, e.key, last, e.rev, l.reported) {
+				var ops []string
+				for _, w := range hist.keyWrites(l.epoch, e.key) {
+					if w.rev >= last && w.rev <= e.rev {
+						ops = append(ops, fmt.Sprintf("%s@%d", w.op, w.rev))
+					}
+				}
+				fail("%s: write at %d never delivered (events at %d and %d; writes %v)", e.key, skipped, last, e.rev, ops)
+			}
+		}
+		if !synced && l.resumed != nil && l.resumePath == "delta" && e.rev <= l.resumed.Revision {
+			fail("%s at %d: a delta from %d delivered it", e.key, e.rev, l.resumed.Revision)
+		}
+		lastOf[e.key], lastEvent[e.key] = e.rev, e.rev
+	}
+	return bad
+}
+
+// readEpoch returns the incarnation of the bucket a life reads: the one
+// of its first sync point with something to watch (it may have started
+// idle, before the bucket was made again), or the one it started on.
+func (l *life) readEpoch() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.sync && len(e.filters) > 0 {
+			return e.epoch
+		}
+	}
+	return l.epoch
+}
+
+// skippedWrites returns the revisions of key's writes strictly between a
+// and b that no later purge of the key rolled up, that were not reported
+// as undecodable, and that changed something (a delete of a key deleted
+// already is no change, and an initial catch-up does not deliver it):
+// with history kept, the watcher must deliver them. Keys written more
+// than 60 times may have lost revisions to the bucket's 64: none is
+// reported for them.
+func skippedWrites(hist *history, epoch int, key string, a, b uint64, reported map[uint64]bool) []uint64 {
+	ws := hist.keyWrites(epoch, key)
+	if len(ws) > 60 {
+		return nil
+	}
+	var out []uint64
+	for i, w := range ws {
+		if w.rev <= a || w.rev >= b || reported[w.rev] {
+			continue
+		}
+		rolledUp := slices.ContainsFunc(ws[i+1:], func(later hwrite) bool { return later.op == "PURGE" })
+		absentBefore := i > 0 && (ws[i-1].op != "PUT" || reported[ws[i-1].rev])
+		if !rolledUp && !(w.op != "PUT" && absentBefore) {
+			out = append(out, w.rev)
+		}
+	}
+	return out
+}
+
+// stateDiff compares the caches of cp with the history's state at its
+// revision, within its filters: what a watcher holds once exact.
+func stateDiff(hist *history, epoch int, cp kvwatch.Checkpoint) []string {
+	got := map[string]string{}
+	for _, e := range cp.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+		v, _ := json.Marshal(e.Value)
+		got[e.Key.String()] = fmt.Sprintf("%d %s", e.Revision, v)
+	}
+	for _, e := range cp.Kinds[1].([]kvwatch.Entry[vpcKey, vpcConfig]) {
+		v, _ := json.Marshal(e.Value)
+		got[e.Key.String()] = fmt.Sprintf("%d %s", e.Revision, v)
+	}
+	want := map[string]string{}
+	for key, w := range hist.stateAt(epoch, cp.Revision) {
+		if !inFilters(cp.Filters, key) || strings.Contains(key, ".other.") || w.value == "not json" {
+			continue // out of scope, of no kind, or not decodable: not cached
+		}
+		want[key] = fmt.Sprintf("%d %s", w.rev, canonical(key, w.value))
+	}
+	var diffs []string
+	for key, g := range got {
+		if w, ok := want[key]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s cached as %s, absent", key, g))
+		} else if w != g {
+			diffs = append(diffs, fmt.Sprintf("%s cached as %s, want %s", key, g, w))
+		}
+	}
+	for key, w := range want {
+		if _, ok := got[key]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s missing, want %s", key, w))
+		}
+	}
+	slices.Sort(diffs)
+	return diffs
+}
+
+// inFilters reports whether key's subject matches one of filters.
+func inFilters(filters []string, key string) bool {
+	for _, f := range filters {
+		if filterMatches(f, "$KV.network."+key) {
+			return true
+		}
+	}
+	return false
+}
+
+// canonical renders a written value as a watcher renders the decoded one.
+func canonical(key, value string) string {
+	var v any = &route{}
+	if !strings.Contains(key, ".route.") {
+		v = &vpcConfig{}
+	}
+	if err := json.Unmarshal([]byte(value), v); err != nil {
+		return "undecodable"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func opName(op kvwatch.Op) string {
+	switch op {
+	case kvwatch.OpPut:
+		return "PUT"
+	case kvwatch.OpDelete:
+		return "DEL"
+	case kvwatch.OpPurge:
+		return "PURGE"
+	}
+	return op.String()
+}

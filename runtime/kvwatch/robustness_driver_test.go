@@ -1,0 +1,281 @@
+package kvwatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file is the robustness test's driver: the topologies it runs on,
+// their faults, and the operations on watchers.
+
+// robustTopology is where a run happens.
+type robustTopology struct {
+	name    string
+	history int           // revisions the bucket keeps a key
+	short   time.Duration // the traffic of a short run
+	start   func(t *testing.T) *robustEnv
+}
+
+// robustEnv is a started topology.
+type robustEnv struct {
+	connect    func() jetstream.JetStream // a new connection
+	faults     []robustFault
+	restoreAll func() // every server up again
+}
+
+// robustFault injects a fault; it returns once the fault is over (a
+// server stopped is started again), or leaves that to restoreAll.
+type robustFault struct {
+	name   string
+	inject func(d *robustDriver)
+}
+
+func robustTopologies() []robustTopology {
+	short := 6 * time.Second
+	if raceDetector {
+		short = 4 * time.Second
+	}
+	return []robustTopology{
+		{name: "server", history: 1, short: short, start: func(t *testing.T) *robustEnv { return singleServerEnv(t, 1) }},
+		{name: "server-history-64", history: 64, short: short, start: func(t *testing.T) *robustEnv { return singleServerEnv(t, 64) }},
+		{name: "cluster", history: 1, short: short + 2*time.Second, start: clusterEnv},
+	}
+}
+
+// connectOptions reconnect at once and without end, as a fleet node would.
+var connectOptions = []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+
+// singleServerEnv is one server on a file store, restarted now and then,
+// whose bucket is deleted and made again now and then.
+func singleServerEnv(t *testing.T, history int) *robustEnv {
+	node := kvwatchtest.StartNode(t, &server.Options{})
+	_, js := kvwatchtest.Connect(t, node.Server, connectOptions...)
+	cfg := jetstream.KeyValueConfig{Bucket: "network", History: uint8(history)}
+	kvwatchtest.BucketWith(t, js, cfg)
+	env := &robustEnv{
+		connect:    func() jetstream.JetStream { _, js := kvwatchtest.Connect(t, node.Server, connectOptions...); return js },
+		restoreAll: func() {},
+	}
+	env.faults = []robustFault{
+		{name: "server restart", inject: func(d *robustDriver) {
+			d.run.healthy.Store(false)
+			node.Restart(t)
+			d.run.healthy.Store(true)
+		}},
+		{name: "bucket deleted and recreated", inject: func(d *robustDriver) {
+			resume := d.pauseWriters()
+			defer resume()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := js.DeleteKeyValue(ctx, "network"); err != nil {
+				d.run.violation("deleting the bucket: %v", err)
+				return
+			}
+			d.run.hist.newEpoch()
+			for _, rw := range d.watchers {
+				_, l := rw.watcher()
+				l.log.note(fmt.Sprintf("bucket deleted, epoch %d begins", d.run.hist.currentEpoch()))
+			}
+			if _, err := js.CreateKeyValue(ctx, cfg); err != nil {
+				d.run.violation("creating the bucket again: %v", err)
+			}
+		}},
+	}
+	return env
+}
+
+// clusterEnv is a 3-node cluster with an R3 bucket, losing the node of a
+// watcher's consumer or the meta leader's, and its stream leader stepping
+// down.
+func clusterEnv(t *testing.T) *robustEnv {
+	c := kvwatchtest.StartCluster(t, 3)
+	nc, js := c.Connect(t)
+	kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Replicas: 3})
+	lose := func(d *robustDriver, name string) {
+		node := c.Node(name)
+		if node == nil || !node.Running() {
+			return
+		}
+		d.run.healthy.Store(false)
+		node.Stop()
+		time.Sleep(time.Duration(300+d.rng.IntN(1200)) * time.Millisecond)
+		node.Restart(t)
+		// Healthy again once the cluster has a meta leader and the stream
+		// its replicas: consumers are listed from there.
+		kvwatchtest.Eventually(t, 30*time.Second, "the cluster back", func() bool { return c.MetaLeader() != "" })
+		d.run.healthy.Store(true)
+	}
+	return &robustEnv{
+		connect: func() jetstream.JetStream { _, js := c.Connect(t); return js },
+		restoreAll: func() {
+			for _, n := range c.Nodes {
+				if !n.Running() {
+					n.Restart(t)
+				}
+			}
+		},
+		faults: []robustFault{
+			{name: "consumer's node lost", inject: func(d *robustDriver) {
+				w, _ := d.watchers[d.rng.IntN(len(d.watchers))].watcher()
+				if host := consumerHost(js, w.Stats().Consumer); host != "" {
+					lose(d, host)
+				}
+			}},
+			{name: "meta leader lost", inject: func(d *robustDriver) { lose(d, c.MetaLeader()) }},
+			{name: "stream leader step-down", inject: func(d *robustDriver) {
+				nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.KV_network", nil, 5*time.Second)
+			}},
+		},
+	}
+}
+
+// consumerHost returns the server hosting the named consumer, or "".
+func consumerHost(js jetstream.JetStream, name string) string {
+	if name == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cons, err := js.Consumer(ctx, "KV_network", name)
+	if err != nil || cons.CachedInfo().Cluster == nil {
+		return ""
+	}
+	return cons.CachedInfo().Cluster.Leader
+}
+
+// robustDriver makes the run's random choices.
+type robustDriver struct {
+	run      *robustRun
+	env      *robustEnv
+	rng      *rand.Rand
+	watchers []*robustWatcher
+	writers  []*writer
+	report   *robustReport
+}
+
+// pauseWriters stops every write until resume is called.
+func (d *robustDriver) pauseWriters() (resume func()) {
+	return d.writers[0].pause() // the writers share one gate
+}
+
+// fault injects a random fault of the topology.
+func (d *robustDriver) fault() {
+	f := d.env.faults[d.rng.IntN(len(d.env.faults))]
+	d.report.faults++
+	d.report.faultsByName[f.name]++
+	f.inject(d)
+}
+
+// operate does one random operation on a random watcher.
+func (d *robustDriver) operate() {
+	rw := d.watchers[d.rng.IntN(len(d.watchers))]
+	w, _ := rw.watcher()
+	d.report.ops++
+	switch x := d.rng.IntN(100); {
+	case x < 25:
+		rw.save()
+	case x < 45:
+		d.setScopes(rw, w, randomScopes(d.rng, 8))
+	case x < 55:
+		d.setScopes(rw, w, toggled(d.rng, w.Filters()))
+	case x < 65:
+		s := randomScopes(d.rng, 8)
+		rw.rescopeInCall.Store(&s) // the next live event's handler calls SetScopes
+	case x < 75:
+		rw.slow.Store([]int64{0, 0, int64(200 * time.Microsecond), int64(time.Millisecond)}[d.rng.IntN(4)])
+	case x < 87:
+		rw.save()
+		rw.stop(d.run.healthy.Load())
+		if err := rw.start(randomScopes(d.rng, 8), true); err != nil {
+			d.run.violation("watcher %d: resume: %v", rw.id, err)
+		}
+	case x < 92:
+		rw.stop(d.run.healthy.Load())
+		if err := rw.start(randomScopes(d.rng, 8), false); err != nil {
+			d.run.violation("watcher %d: start: %v", rw.id, err)
+		}
+	default:
+		rw.noteConsumer()
+	}
+}
+
+// setScopes re-scopes a watcher from the driver, as a node's control loop
+// would, and waits for the change.
+func (d *robustDriver) setScopes(rw *robustWatcher, w *kvwatch.Watcher, s kvwatch.Scopes) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, l := rw.watcher()
+	l.log.note(fmt.Sprintf("driver calls SetScopes(%v)", s))
+	err := w.SetScopes(ctx, s)
+	l.log.note(fmt.Sprintf("SetScopes returned %v", err))
+	switch {
+	case err == nil:
+		rw.noteConsumer()
+	case errors.Is(err, kvwatch.ErrBucketNotFound), errors.Is(err, kvwatch.ErrStopped):
+		// the bucket was deleted: the watch ended, reviveEnded resumes it
+	default:
+		d.run.violation("watcher %d: SetScopes: %v (stats %+v)", rw.id, err, w.Stats())
+	}
+}
+
+// reviveEnded resumes, from its last checkpoint, every watcher whose watch
+// ended on its own (its bucket deleted).
+func (d *robustDriver) reviveEnded() {
+	for _, rw := range d.watchers {
+		w, l := rw.watcher()
+		select {
+		case <-w.Done():
+		default:
+			continue
+		}
+		l.mu.Lock()
+		if l.ended == nil {
+			l.ended = w.Err()
+		}
+		l.mu.Unlock()
+		if err := rw.start(randomScopes(d.rng, 8), true); err != nil {
+			d.run.violation("watcher %d: resume after its watch ended: %v", rw.id, err)
+		}
+	}
+}
+
+// toggled adds a VPC to the watched ones or removes one, from the filters.
+func toggled(rng *rand.Rand, filters []string) kvwatch.Scopes {
+	watched := map[string]bool{}
+	var s kvwatch.Scopes
+	for _, f := range filters {
+		var vpc string
+		if _, err := fmt.Sscanf(f, "$KV.network.vpc.%s", &vpc); err != nil {
+			continue
+		}
+		vpc, _, _ = cutDot(vpc)
+		watched[vpc] = true
+	}
+	pick := fmt.Sprintf("v%d", rng.IntN(8))
+	watched[pick] = !watched[pick]
+	for vpc, on := range watched {
+		if on {
+			s.Values = append(s.Values, kvwatch.ScopeValue{Scope: 0, Params: []string{vpc}})
+		}
+	}
+	return s
+}
+
+func cutDot(s string) (before, after string, found bool) {
+	for i := range len(s) {
+		if s[i] == '.' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}

@@ -1,0 +1,294 @@
+package kvwatch_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The robustness test, after etcd's tests/robustness: random traffic
+// (puts, creates, overwrites, deletes, purges, bad values, unknown keys,
+// bursts) against a bucket while watchers are re-scoped (from the driver
+// and from handlers), checkpointed, stopped, resumed and slowed down, and
+// faults are injected (a server restart on a file store; in a 3-node
+// cluster the loss of the consumer's node or of the meta leader, a stream
+// leader step-down; the bucket deleted and made again). Every watch
+// guarantee of DESIGN.md §4a is then checked against the recorded history
+// of writes (robustness_check_test.go).
+//
+//	go test ./runtime/kvwatch -run Robustness              # the short run, part of go test ./...
+//	go test ./runtime/kvwatch -run Robustness -soak 10m    # runs after runs, for 10 minutes
+//	go test ./runtime/kvwatch -run Robustness/cluster -robust.seed 42   # replays one run's choices
+//
+// A seed fixes the run's choices (operations, faults, traffic); the
+// servers' timing is the machine's.
+
+var (
+	robustSeed = flag.Uint64("robust.seed", 0, "replay the robustness run with this seed (each run prints its own)")
+	soak       = flag.Duration("soak", 0, "run the robustness test for this long, one seeded run after another (e.g. 10m)")
+)
+
+func TestRobustness(t *testing.T) {
+	for _, topo := range robustTopologies() {
+		t.Run(topo.name, func(t *testing.T) {
+			if *soak == 0 {
+				seed := *robustSeed
+				if seed == 0 {
+					seed = uint64(time.Now().UnixNano())
+				}
+				robustnessRun(t, topo, seed, topo.short)
+				return
+			}
+			var total robustReport
+			deadline := time.Now().Add(*soak / time.Duration(len(robustTopologies())))
+			for time.Now().Before(deadline) {
+				seed := uint64(time.Now().UnixNano())
+				var r robustReport
+				if !t.Run(fmt.Sprint(seed), func(t *testing.T) { r = robustnessRun(t, topo, seed, 20*time.Second) }) {
+					t.Fatalf("seed %d failed", seed)
+				}
+				total.add(r)
+			}
+			t.Logf("soak %s: %s", topo.name, total)
+		})
+	}
+}
+
+// robustReport counts what a run did.
+type robustReport struct {
+	runs, ops, faults, writes, events, syncPoints, violations int
+	faultsByName                                              map[string]int
+}
+
+func (a *robustReport) add(b robustReport) {
+	a.runs += b.runs
+	a.ops += b.ops
+	a.faults += b.faults
+	a.writes += b.writes
+	a.events += b.events
+	a.syncPoints += b.syncPoints
+	a.violations += b.violations
+	if a.faultsByName == nil {
+		a.faultsByName = map[string]int{}
+	}
+	for k, v := range b.faultsByName {
+		a.faultsByName[k] += v
+	}
+}
+
+func (r robustReport) String() string {
+	var faults []string
+	for _, k := range slices.Sorted(maps.Keys(r.faultsByName)) {
+		faults = append(faults, fmt.Sprintf("%s %d", k, r.faultsByName[k]))
+	}
+	return fmt.Sprintf("%d runs, %d writes, %d watcher operations, %d faults (%s), %d events and %d sync points checked, %d violations",
+		r.runs, r.writes, r.ops, r.faults, strings.Join(faults, ", "), r.events, r.syncPoints, r.violations)
+}
+
+// robustRun is the state of one run.
+type robustRun struct {
+	t        *testing.T
+	hist     *history
+	observer jetstream.JetStream
+	// healthy is set while no server is down: consumers must be where
+	// the watchers say.
+	healthy atomic.Bool
+
+	mu         sync.Mutex
+	violations []string
+}
+
+func (r *robustRun) violation(format string, args ...any) {
+	r.mu.Lock()
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+// consumers returns the names of the consumers on the bucket's stream; nil
+// when the stream cannot be asked.
+func (r *robustRun) consumers(ctx context.Context) map[string]bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	stream, err := r.observer.Stream(ctx, "KV_network")
+	if err != nil {
+		return nil
+	}
+	names := map[string]bool{}
+	lister := stream.ConsumerNames(ctx)
+	for name := range lister.Name() {
+		names[name] = true
+	}
+	if lister.Err() != nil {
+		return nil
+	}
+	return names
+}
+
+// pollConsumers checks, while the servers are healthy, that no watcher
+// holds more than one consumer, until ctx ends.
+func (r *robustRun) pollConsumers(ctx context.Context) {
+	reported := map[string]bool{}
+	for sleep(ctx, 30*time.Millisecond) {
+		if !r.healthy.Load() {
+			continue
+		}
+		names := r.consumers(ctx)
+		if !r.healthy.Load() {
+			continue // a fault began during the listing
+		}
+		per := map[string][]string{}
+		for name := range names {
+			per[consumerPrefix(name)] = append(per[consumerPrefix(name)], name)
+		}
+		for prefix, list := range per {
+			if len(list) > 1 && !reported[prefix] {
+				reported[prefix] = true
+				slices.Sort(list)
+				r.violation("more than one consumer of one watcher on the stream: %v", list)
+			}
+		}
+	}
+}
+
+// robustnessRun runs one seeded run of d on topo and checks it.
+func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Duration) robustReport {
+	t.Logf("seed %d (replay: go test ./runtime/kvwatch -run 'Robustness/%s' -robust.seed %d)", seed, topo.name, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	env := topo.start(t)
+	r := &robustRun{t: t, hist: &history{}, observer: env.connect()}
+	r.healthy.Store(true)
+	report := robustReport{runs: 1, faultsByName: map[string]int{}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	gate := &sync.RWMutex{}
+	var writers []*writer
+	for i := range 2 {
+		wr := &writer{js: env.connect(), hist: r.hist, rng: rand.New(rand.NewPCG(seed, uint64(10+i))), vpcs: 8, gate: gate, runID: fmt.Sprintf("%d-%d", seed, i)}
+		writers = append(writers, wr)
+		bg.Go(func() { wr.run(ctx) })
+	}
+	pollCtx, stopPolling := context.WithCancel(context.Background())
+	var polling sync.WaitGroup
+	polling.Go(func() { r.pollConsumers(pollCtx) })
+
+	watchers := make([]*robustWatcher, 3)
+	for i := range watchers {
+		rw := &robustWatcher{id: i, js: env.connect(), run: r}
+		if err := rw.start(randomScopes(rng, 8), false); err != nil {
+			t.Fatal(err)
+		}
+		watchers[i] = rw
+	}
+	drive := &robustDriver{run: r, env: env, rng: rng, watchers: watchers, writers: writers, report: &report}
+	deadline := time.Now().Add(d)
+	nextFault := time.Now().Add(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Duration(20+rng.IntN(120)) * time.Millisecond)
+		drive.reviveEnded()
+		if len(env.faults) > 0 && time.Now().After(nextFault) {
+			drive.fault()
+			nextFault = time.Now().Add(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
+			continue
+		}
+		drive.operate()
+	}
+
+	// The end: traffic stops, every server is up, and every watcher must
+	// converge on the bucket's final state within its scopes.
+	cancel()
+	bg.Wait()
+	env.restoreAll()
+	r.healthy.Store(true)
+	drive.reviveEnded()
+	for _, rw := range watchers {
+		rw.rescopeInCall.Store(nil)
+		rw.slow.Store(0)
+		drive.converge(rw)
+	}
+	for _, rw := range watchers {
+		rw.stop(true)
+	}
+	stopPolling()
+	polling.Wait()
+	kvwatchtest.Eventually(t, 10*time.Second, "no goroutine of a stopped watcher", func() bool {
+		return watcherGoroutines() == 0
+	})
+
+	r.mu.Lock()
+	bad := slices.Clone(r.violations)
+	r.mu.Unlock()
+	for _, rw := range watchers {
+		for n, l := range rw.lives {
+			lifeBad := checkLife(r.hist, topo.history, rw.id, n, l)
+			if len(lifeBad) > 0 && testing.Verbose() {
+				t.Logf("watcher %d life %d, its log:\n%s", rw.id, n, l.log.text())
+			}
+			bad = append(bad, lifeBad...)
+			for _, e := range l.events {
+				if !e.sync {
+					report.events++
+				}
+			}
+			report.syncPoints += len(l.syncs)
+		}
+	}
+	r.hist.mu.Lock()
+	report.writes = len(r.hist.writes)
+	r.hist.mu.Unlock()
+	report.violations = len(bad)
+	t.Logf("%s: %s", topo.name, report)
+	if len(bad) > 0 {
+		t.Errorf("seed %d: %d violations of the watch guarantees, e.g.:\n%s", seed, len(bad), strings.Join(bad[:min(len(bad), 25)], "\n"))
+	}
+	if report.syncPoints < 3 || report.writes < 200 {
+		t.Errorf("the run checked little: %s", report)
+	}
+	return report
+}
+
+// watcherGoroutines counts the goroutines running the runtime's code.
+func watcherGoroutines() int {
+	buf := make([]byte, 1<<22)
+	n := runtime.Stack(buf, true)
+	count := 0
+	for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+		if strings.Contains(g, "kvwatch.(*Watcher)") || strings.Contains(g, "kvwatch.(*tailConsumer)") {
+			count++
+		}
+	}
+	return count
+}
+
+// converge waits until the watcher's caches hold the bucket's final state
+// within its scopes: the newest write of every key in scope delivered.
+func (d *robustDriver) converge(rw *robustWatcher) {
+	deadline := time.Now().Add(20 * time.Second)
+	var diff []string
+	for time.Now().Before(deadline) {
+		d.reviveEnded() // a bucket recreated at the end ends a watch late
+		w, l := rw.watcher()
+		cp, err := w.Checkpoint()
+		if err == nil {
+			cp.Revision = ^uint64(0) // the final state
+			if diff = stateDiff(d.run.hist, l.readEpoch(), cp); len(diff) == 0 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, l := rw.watcher()
+	d.run.violation("watcher %d: not at the final state within 20 s of the end: %v\nits log:\n%s", rw.id, diff[:min(len(diff), 10)], l.log.text())
+}
