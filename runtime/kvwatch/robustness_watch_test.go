@@ -51,11 +51,11 @@ type life struct {
 	resumePath   string
 	// startFilters are the filters it started with.
 	startFilters []string
-	mu         sync.Mutex
-	events     []revent
-	syncs      []kvwatch.Checkpoint
-	consumers  map[string]bool // prefixes of its consumers' names
-	ended      error           // the error the watch ended on, if it did
+	mu           sync.Mutex
+	events       []revent
+	syncs        []kvwatch.Checkpoint
+	consumers    map[string]bool // prefixes of its consumers' names
+	ended        error           // the error the watch ended on, if it did
 	// reported holds the revisions of the entries reported as data
 	// errors (undecodable values): never events.
 	reported map[uint64]bool
