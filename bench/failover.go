@@ -42,7 +42,17 @@ func (c *eventClock) firstAfter() (time.Time, bool) {
 // port and store while a writer keeps writing, and times, for the
 // generated watcher and for kv.WatchFiltered, the delay from the kill to
 // the first event written after it. Both clients reconnect every 100 ms.
+// Then, in a 3-node cluster, the loss of the meta leader's node together
+// with the consumer's (runMetaLeaderLoss).
 func runFailover(ctx context.Context, b *bench) error {
+	if err := runServerCrash(ctx, b); err != nil {
+		return err
+	}
+	return runMetaLeaderLoss(ctx, b)
+}
+
+// runServerCrash is the single-server part of runFailover.
+func runServerCrash(ctx context.Context, b *bench) error {
 	rounds := b.pick(3, 1, 1)
 	bound := time.Duration(b.pick(60, 40, 3)) * time.Second
 	port, err := freePort()

@@ -31,6 +31,8 @@ import (
 const (
 	serveEnv = "KVWATCHGEN_BENCH_SERVE"
 	portEnv  = "KVWATCHGEN_BENCH_PORT"
+	// clusterEnv makes the child a node of a cluster (see clusterNode).
+	clusterEnv = "KVWATCHGEN_BENCH_CLUSTER"
 )
 
 // Subjects the child answers.
@@ -90,9 +92,11 @@ type childServer struct {
 	cmd   *exec.Cmd
 	store string
 	port  int // 0: random
-	URL   string
-	nc    *nats.Conn
-	js    jetstream.JetStream
+	// cluster, when set, makes the child a node of a cluster.
+	cluster *clusterNode
+	URL     string
+	nc      *nats.Conn
+	js      jetstream.JetStream
 }
 
 // startChildOn starts this binary as a server child on port (0: random)
@@ -102,9 +106,14 @@ func startChildOn(port int) (*childServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &childServer{store: store, port: port}
+	return startChild(&childServer{store: store, port: port})
+}
+
+// startChild spawns c and connects to it; on error its store is removed.
+func startChild(c *childServer) (*childServer, error) {
+	var err error
 	if err := c.spawn(); err != nil {
-		os.RemoveAll(store)
+		os.RemoveAll(c.store)
 		return nil, err
 	}
 	if c.nc, c.js, err = dial(c.URL); err != nil {
@@ -138,6 +147,9 @@ func (c *childServer) spawn() error {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), serveEnv+"="+c.store, portEnv+"="+strconv.Itoa(c.port))
+	if c.cluster != nil {
+		cmd.Env = append(cmd.Env, clusterEnv+"="+c.cluster.env())
+	}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -237,7 +249,15 @@ func serveChild(dir string) error {
 	if port == 0 {
 		port = -1
 	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
+	opts := &server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true}
+	if env := os.Getenv(clusterEnv); env != "" {
+		node, err := parseClusterNode(env)
+		if err != nil {
+			return err
+		}
+		node.configure(opts)
+	}
+	s, err := server.NewServer(opts)
 	if err != nil {
 		return err
 	}

@@ -64,17 +64,83 @@ type consumerStart struct {
 }
 
 // start replaces the current consumer, if any, by one with filters,
-// starting at at: the old one is deleted first, then the new one created,
-// each request sent again until it is answered (see createTimeout), so
-// that the watcher never holds two, even when the old one's server is
-// gone and the meta leader with it (no deletion or creation is answered
-// until a new one is elected). It returns once the new consumer exists,
-// the context ends, or on an error retrying cannot fix (terminal, or a
-// permissions violation behind a timeout).
-func (c *tailConsumer) start(ctx context.Context, filters []string, at consumerStart) (jetstream.Consumer, error) {
+// starting where at says (asked again before each attempt: bridge may
+// have moved it): the old one is deleted first, then the new one
+// created, each request sent again until it is answered (see
+// createTimeout), so that the watcher never holds two, even when the old
+// one's server is gone and the meta leader with it (no deletion or
+// creation is answered until a new one is elected, which after a crash
+// takes several seconds). Between attempts bridge delivers what was
+// written meanwhile without a consumer. It returns once the new consumer
+// exists, the context ends, or on an error retrying cannot fix
+// (terminal, or a permissions violation behind a timeout).
+func (c *tailConsumer) start(ctx context.Context, filters []string, at func() consumerStart, bridge func()) (jetstream.Consumer, error) {
 	c.retire()
-	c.serial++
-	name := c.prefix + "_" + strconv.Itoa(c.serial)
+	var name string
+	var from consumerStart
+	sent := false // a creation request for name went out
+	for attempt := 0; ; attempt++ {
+		if cur := at(); name == "" || cur != from {
+			// A consumer starts where the watcher is: a new position is a
+			// new consumer (the server refuses to move one), and the
+			// name tried before is deleted in case a late answer made it.
+			if sent {
+				c.gone = append(c.gone, name)
+			}
+			c.serial++
+			name, from, sent = c.prefix+"_"+strconv.Itoa(c.serial), cur, false
+		}
+		timeout := createTimeout(len(filters), attempt)
+		err := c.deleteGone(ctx, createTimeout(0, 0))
+		var cons jetstream.Consumer
+		if err == nil {
+			sent = true
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			cons, err = c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, c.config(name, filters, from))
+			cancel()
+		}
+		if err == nil {
+			c.mu.Lock()
+			c.name = name
+			c.mu.Unlock()
+			return cons, nil
+		}
+		if ctx.Err() != nil {
+			if sent {
+				c.gone = append(c.gone, name) // a request in flight may still create it
+			}
+			return nil, ctx.Err()
+		}
+		err = c.w.consumerErr(err)
+		if terminal(err) {
+			return nil, err
+		}
+		if perr := c.w.permissionError(); perr != nil {
+			return nil, perr
+		}
+		// A request that timed out is sent again at once: the server that
+		// should have answered it is gone (an election), or still working
+		// on it (the same name makes the retry the same consumer). A
+		// refusal (the stream's leader moving, JetStream not ready) waits
+		// a little first.
+		wait := time.Duration(0)
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
+		}
+		c.w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.spec.Bucket),
+			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
+		bridge()
+		if !sleep(ctx, wait) {
+			if sent {
+				c.gone = append(c.gone, name)
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// config is the configuration of the consumer name.
+func (c *tailConsumer) config(name string, filters []string, at consumerStart) jetstream.ConsumerConfig {
 	cfg := jetstream.ConsumerConfig{
 		Name:              name,
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -96,55 +162,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at consumerS
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = at.after + 1
 	}
-	timeout := createTimeout(len(filters))
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && timeout < maxCreateTimeout {
-			// Each request that timed out may have been a creation that
-			// takes longer than estimated (a slow server): the next one
-			// waits twice as long, and the server does not repeat its
-			// work for ever at the same pace.
-			timeout = min(2*timeout, maxCreateTimeout)
-		}
-		err := c.deleteGone(ctx, timeout)
-		var cons jetstream.Consumer
-		if err == nil {
-			actx, cancel := context.WithTimeout(ctx, timeout)
-			cons, err = c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, cfg)
-			cancel()
-		}
-		if err == nil {
-			c.mu.Lock()
-			c.name = name
-			c.mu.Unlock()
-			return cons, nil
-		}
-		if ctx.Err() != nil {
-			c.gone = append(c.gone, name) // a request in flight may still create it
-			return nil, ctx.Err()
-		}
-		err = c.w.consumerErr(err)
-		if terminal(err) {
-			return nil, err
-		}
-		if perr := c.w.permissionError(); perr != nil {
-			return nil, perr
-		}
-		// A request that timed out is sent again at once: the server that
-		// should have answered it is gone (an election), or still working
-		// on it (the same name makes the retry the same consumer). A
-		// refusal (the stream's leader moving, JetStream not ready) waits
-		// a little first.
-		wait := time.Duration(0)
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
-			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
-		}
-		c.w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.spec.Bucket),
-			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
-		if !sleep(ctx, wait) {
-			c.gone = append(c.gone, name)
-			return nil, ctx.Err()
-		}
-	}
+	return cfg
 }
 
 // retire marks the current consumer for deletion.
@@ -173,21 +191,23 @@ func (c *tailConsumer) deleteGone(ctx context.Context, timeout time.Duration) er
 	return nil
 }
 
-// createTimeout is how long one consumer creation request may take before
-// it is sent again. The server checks every pair of filters when it
-// creates a consumer (BenchmarkCreateConsumerFilters: ~0.08 s at 1,000
-// filters, 3.2–3.7 s at 8,000 on nats-server 2.15.2, ~55 ns a pair), so
-// the wait grows with that cost, twice over, on top of half a second for
-// the request itself in a busy cluster. The half second matters: after
-// the loss of the meta leader, a request lost to the election is noticed
-// after it, and the first event follows within the 3 s the runtime aims
-// at.
-//
-// A request that times out is sent again with twice the wait, up to
-// maxCreateTimeout.
-func createTimeout(filters int) time.Duration {
-	pairs := time.Duration(filters) * time.Duration(filters)
-	return 500*time.Millisecond + 2*55*pairs*time.Nanosecond
+// createTimeout is how long attempt (0, 1, ...) of a consumer creation
+// request may take before it is sent again. The server checks every pair
+// of filters when it creates a consumer (BenchmarkCreateConsumerFilters:
+// ~0.08 s at 1,000 filters, 3.2–3.7 s at 8,000 on nats-server 2.15.2,
+// ~55 ns a pair), so the wait is that cost twice over, on top of half a
+// second for the request itself in a busy cluster: a request that is not
+// answered by then went to a server that is gone (an election), and
+// waiting longer only delays the next. Each attempt after a timeout waits
+// twice as long, up to ten times the filters' cost (at least a second):
+// a server slower than estimated (a loaded machine, the race detector)
+// gets its creation done, without the wait growing for ever when no meta
+// leader answers at all.
+func createTimeout(filters, attempt int) time.Duration {
+	pairs := time.Duration(filters) * time.Duration(filters) * 55 * time.Nanosecond
+	first := 500*time.Millisecond + 2*pairs
+	ceiling := min(max(time.Second, 10*pairs), maxCreateTimeout)
+	return max(min(first<<min(attempt, 6), ceiling), first)
 }
 
 // maxCreateTimeout bounds the wait for one creation request.

@@ -50,20 +50,16 @@ const (
 // whether it got there. Cut short, it advances them as far as it read,
 // and end is where the stream had got to as far as the seal knows.
 func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete bool, err error) {
-	subject := scanSubject(w.subjectPrefix, w.filters)
-	deliver := func(e rawEntry) {
-		if !w.matchesScopes(e.key) {
-			return
-		}
-		w.stats.received.Add(1)
-		e.initial, e.ordered = plan.initialEntry(e.key), true
-		w.deliver(e)
-	}
+	subject, deliver := scanSubject(w.subjectPrefix, w.filters), w.scanDeliver(plan)
 	var read uint64
 	if w.directGet {
 		read, end, complete, err = w.sealByDirectGet(ctx, subject, plan.from, deliver)
 	} else {
-		read, end, complete, err = w.sealByMsgGet(ctx, subject, plan.from, deliver)
+		var refused bool
+		read, end, complete, refused = w.sealByMsgGet(ctx, subject, plan.from, deliver)
+		if refused {
+			plan.seals = maxSealAttempts // no use asking again
+		}
 	}
 	if err != nil {
 		return 0, false, err
@@ -75,6 +71,41 @@ func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete
 			slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", plan.from), slog.Uint64("stream_at", end))
 	}
 	return end, complete, nil
+}
+
+// scanDeliver returns how entries read in order without a consumer are
+// delivered: those in the watcher's scopes, as ordered entries of plan.
+func (w *Watcher) scanDeliver(plan *catchUp) func(rawEntry) {
+	return func(e rawEntry) {
+		if !w.matchesScopes(e.key) {
+			return
+		}
+		w.stats.received.Add(1)
+		e.initial, e.ordered = plan.initialEntry(e.key), true
+		w.deliver(e)
+	}
+}
+
+// bridge delivers, by direct get, what was written after the last entry
+// the tail applied, while its consumer cannot be created: after the loss
+// of the meta leader no consumer is created until another is elected
+// (several seconds after a crash), but the stream's replicas still answer
+// direct gets. It reads like the seal, in order, and a failed request
+// leaves everything to the consumer.
+func (w *Watcher) bridge() {
+	plan := w.plan
+	if plan == nil || !w.directGet || plan.lastPerSubject || len(w.filters) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
+	defer cancel()
+	read, _, _, err := w.sealByDirectGet(ctx, scanSubject(w.subjectPrefix, w.filters), plan.from, w.scanDeliver(plan))
+	if err != nil {
+		w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: reading without a consumer", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+		return
+	}
+	plan.applied(read)
+	w.raiseRevision(plan.from)
 }
 
 // sealByDirectGet reads subject from after+1 by batched direct gets, and
@@ -112,8 +143,9 @@ func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uin
 
 // sealByMsgGet reads subject from after+1 one entry a request, on a stream
 // without direct get. A failed request (a refused permission shows as a
-// timeout) leaves the rest to the tail, with a warning.
-func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete bool, err error) {
+// timeout) leaves the rest to the tail, with a warning (refused: no
+// further seal of this catch-up is tried).
+func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete, refused bool) {
 	read = after
 	for range maxSealGets {
 		e, found, err := w.msgGetNext(ctx, read+1, subject)
@@ -122,14 +154,14 @@ func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64
 			w.tolerateViolation()
 			w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot seal the catch-up without direct get: a key overwritten during it may come just after the sync point",
 				slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
-			return read, read, false, nil
+			return read, read, false, true
 		case !found:
-			return read, read, true, nil
+			return read, read, true, false
 		}
 		read = e.revision
 		deliver(e)
 	}
-	return read, read + 1, false, nil
+	return read, read + 1, false, false
 }
 
 // msgGetResponse is the answer of the stream message API.

@@ -50,6 +50,13 @@ func (w *Watcher) tail() error {
 		w.verifyStream = true
 		w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: recreating the consumer", slog.String("bucket", w.spec.Bucket),
 			slog.String("why", broken.why), slog.Uint64("after", w.plan.from))
+		if err := w.checkStream(); err != nil {
+			return err
+		}
+		w.verifyStream = false
+		// What was written since the consumer broke, at once: its
+		// replacement may take a while (a meta leader to elect).
+		w.bridge()
 	}
 }
 
@@ -86,7 +93,8 @@ func (w *Watcher) sameStream(info *jetstream.StreamInfo) error {
 // (*errConsumerBroken) or tail must return.
 func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 	plan := w.plan
-	cons, err := w.consumer.start(w.ctx, w.filters, consumerStart{lastPerSubject: plan.lastPerSubject, after: plan.from})
+	at := func() consumerStart { return consumerStart{lastPerSubject: plan.lastPerSubject, after: plan.from} }
+	cons, err := w.consumer.start(w.ctx, w.filters, at, w.bridge)
 	if err != nil {
 		if w.ctx.Err() != nil {
 			return nil
