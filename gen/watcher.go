@@ -104,7 +104,9 @@ func emitHandlers(f *jen.File, b *schema.Bucket) {
 		"(events flagged Initial), then OnSynced, then live changes in stream order across all kinds. "+
 		"The cache already holds a change when its handler runs. A handler that blocks delays every "+
 		"later event (the consumer stops pulling; nothing is lost); one that panics is reported to "+
-		"OnError and the watch goes on. Handlers must not call Stop.", n.Handlers, n.Watcher)))
+		"OnError and the watch goes on. A handler may call the watcher's methods: SetScopes returns once "+
+		"the change is queued, Stop at once (no handler runs after it), WaitSynced before sync "+
+		"with kvwatch.ErrInHandler.", n.Handlers, n.Watcher)))
 	f.Type().Id(n.Handlers).StructFunc(func(g *jen.Group) {
 		for _, k := range b.Kinds {
 			g.Comment(fmt.Sprintf("%s receives changes of %s entries.", k.Names.Handler, k.GoName))
@@ -189,7 +191,8 @@ func emitSetScopes(f *jen.File, b *schema.Bucket) {
 	f.Comment(wrap("SetScopes changes what the watcher watches while it runs, still with one consumer: " +
 		"keys of removed scopes are delivered as deletes with LeftScope set, added scopes are read " +
 		"and delivered as initial events, and no change is lost or delivered twice (see " +
-		"kvwatch.Watcher.SetScopes). It waits until the watcher is synced; do not call it from a handler."))
+		"kvwatch.Watcher.SetScopes). It returns once the change is applied and the caches are exact "+
+		"again; called from a handler, once it is queued."))
 	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("SetScopes").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("scopes").Id(n.Scopes),
 	).Error().Block(

@@ -172,7 +172,9 @@ func (s HostsScopes) KVWatchScopes() kvwatch.Scopes {
 // then live changes in stream order across all kinds. The cache already holds
 // a change when its handler runs. A handler that blocks delays every later
 // event (the consumer stops pulling; nothing is lost); one that panics is
-// reported to OnError and the watch goes on. Handlers must not call Stop.
+// reported to OnError and the watch goes on. A handler may call the watcher's
+// methods: SetScopes returns once the change is queued, Stop at once (no
+// handler runs after it), WaitSynced before sync with kvwatch.ErrInHandler.
 type HostsHandlers struct {
 	// OnHost receives changes of Host entries.
 	OnHost func(HostEvent)
@@ -246,8 +248,9 @@ func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes,
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It waits until
-// the watcher is synced; do not call it from a handler.
+// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
+// the change is applied and the caches are exact again; called from a
+// handler, once it is queued.
 func (w *HostsWatcher) SetScopes(ctx context.Context, scopes HostsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
 }

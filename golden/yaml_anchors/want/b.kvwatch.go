@@ -82,7 +82,9 @@ func (s BScopes) KVWatchScopes() kvwatch.Scopes {
 // changes in stream order across all kinds. The cache already holds a change
 // when its handler runs. A handler that blocks delays every later event (the
 // consumer stops pulling; nothing is lost); one that panics is reported to
-// OnError and the watch goes on. Handlers must not call Stop.
+// OnError and the watch goes on. A handler may call the watcher's methods:
+// SetScopes returns once the change is queued, Stop at once (no handler runs
+// after it), WaitSynced before sync with kvwatch.ErrInHandler.
 type BHandlers struct {
 	// OnOther receives changes of Other entries.
 	OnOther func(OtherEvent)
@@ -134,8 +136,9 @@ func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHand
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It waits until
-// the watcher is synced; do not call it from a handler.
+// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
+// the change is applied and the caches are exact again; called from a
+// handler, once it is queued.
 func (w *BWatcher) SetScopes(ctx context.Context, scopes BScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
 }
