@@ -1,7 +1,6 @@
 package kvwatch_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
@@ -144,51 +142,27 @@ func mixedWrites(ctx context.Context, t *testing.T, js jetstream.JetStream, log 
 	}
 }
 
-// write is one operation on a key, with the revision the server gave it.
-type write struct {
-	rev   uint64
-	key   string
-	op    string // PUT, DEL or PURGE
-	value string
-}
-
-// msg is the message nats.go's KV sends for w.
-func (w write) msg() *nats.Msg {
-	m := nats.NewMsg("$KV.network." + w.key)
-	switch w.op {
-	case "DEL":
-		m.Header.Set("KV-Operation", "DEL")
-	case "PURGE":
-		m.Header.Set("KV-Operation", "PURGE")
-		m.Header.Set("Nats-Rollup", "sub")
-	default:
-		m.Data = []byte(w.value)
-	}
-	return m
-}
+// write is one operation on a key, with the revision the server gave it
+// (the robustness test's record, in one incarnation of the bucket).
+type write = hwrite
 
 // writeLog records every write with its revision.
-type writeLog struct {
-	mu     sync.Mutex
-	writes []write
-}
+type writeLog struct{ history }
 
 func (l *writeLog) publish(t *testing.T, js jetstream.JetStream, w write) {
-	ack, err := js.PublishMsg(context.Background(), w.msg())
+	ack, err := js.PublishMsg(context.Background(), w.msg(""))
 	if err != nil {
 		t.Errorf("publish %s: %v", w.key, err)
 		return
 	}
 	w.rev = ack.Sequence
-	l.mu.Lock()
-	l.writes = append(l.writes, w)
-	l.mu.Unlock()
+	l.record(w)
 }
 
 func (l *writeLog) publishAsync(t *testing.T, js jetstream.JetStream, ws []write) {
 	acks := make([]jetstream.PubAckFuture, len(ws))
 	for i, w := range ws {
-		f, err := js.PublishMsgAsync(w.msg())
+		f, err := js.PublishMsgAsync(w.msg(""))
 		if err != nil {
 			t.Errorf("publish %s: %v", w.key, err)
 			return
@@ -199,34 +173,11 @@ func (l *writeLog) publishAsync(t *testing.T, js jetstream.JetStream, ws []write
 		select {
 		case ack := <-f.Ok():
 			ws[i].rev = ack.Sequence
-			l.mu.Lock()
-			l.writes = append(l.writes, ws[i])
-			l.mu.Unlock()
+			l.record(ws[i])
 		case err := <-f.Err():
 			t.Errorf("publish %s: %v", ws[i].key, err)
 		}
 	}
-}
-
-// stateAt returns every key that exists at revision rev, with its last
-// write at or below rev.
-func (l *writeLog) stateAt(rev uint64) map[string]write {
-	l.mu.Lock()
-	writes := slices.Clone(l.writes)
-	l.mu.Unlock()
-	slices.SortFunc(writes, func(a, b write) int { return cmp.Compare(a.rev, b.rev) })
-	state := map[string]write{}
-	for _, w := range writes {
-		if w.rev > rev {
-			break
-		}
-		if w.op == "PUT" {
-			state[w.key] = w
-		} else {
-			delete(state, w.key)
-		}
-	}
-	return state
 }
 
 // checkStateAt checks that the routes of cp are the state at its revision.
@@ -236,7 +187,7 @@ func checkStateAt(t *testing.T, cp kvwatch.Checkpoint, log *writeLog) {
 	for _, e := range cp.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
 		got[e.Key.String()] = e
 	}
-	want := log.stateAt(cp.Revision)
+	want := log.stateAt(0, cp.Revision)
 	var bad []string
 	for key, w := range want {
 		e, ok := got[key]

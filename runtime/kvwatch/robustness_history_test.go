@@ -163,9 +163,13 @@ func (wr *writer) op(key string) hwrite {
 	return w
 }
 
+// msg is the message nats.go's KV sends for w, with the message id id
+// when it is not "".
 func (w hwrite) msg(id string) *nats.Msg {
 	m := nats.NewMsg("$KV.network." + w.key)
-	m.Header.Set(jetstream.MsgIDHeader, id)
+	if id != "" {
+		m.Header.Set(jetstream.MsgIDHeader, id)
+	}
 	switch w.op {
 	case "DEL":
 		m.Header.Set("KV-Operation", "DEL")

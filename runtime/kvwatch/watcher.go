@@ -179,97 +179,10 @@ func (w *Watcher) eachScopeValue(scopes Scopes, prefix string, fn func(filters [
 	return nil
 }
 
-// markSynced records that the watcher is synced, once, and runs OnSynced.
-func (w *Watcher) markSynced() {
-	w.syncOnce.Do(func() {
-		rev := w.revision()
-		w.stats.pending.Store(0)
-		close(w.synced)
-		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", rev))
-		w.syncPoint()
-		if w.cfg.onSynced != nil {
-			w.disp.call("OnSynced", &rawEntry{}, w.cfg.onSynced)
-		}
-	})
-}
-
-// syncPoint tells a test hook (WithSyncPointHook in export_test.go) the
-// caches at a sync point: they must be the bucket's state at their
-// revision.
-func (w *Watcher) syncPoint() {
-	if w.cfg.onSyncPoint == nil {
-		return
-	}
-	cp, err := w.Checkpoint()
-	if err == nil {
-		w.cfg.onSyncPoint(cp)
-	}
-}
-
-// beginRelist marks the cached keys that match (all when match is nil)
-// unconfirmed: a read that does not deliver them again before the
-// catch-up is done shows they are gone (endRelist).
-func (w *Watcher) beginRelist(match func(raw string) bool) {
-	for _, b := range w.bindings {
-		b.beginRelist(match)
-	}
-}
-
-// endRelist delivers a delete with FinalStateUnknown for every key a
-// re-list did not confirm; nothing when no re-list runs.
-func (w *Watcher) endRelist() {
-	rev := w.revision()
-	for _, b := range w.bindings {
-		b.endRelist(w, rev)
-	}
-}
-
-func (w *Watcher) isSynced() bool {
-	select {
-	case <-w.synced:
-		return true
-	default:
-		return false
-	}
-}
-
 func (w *Watcher) setErr(err error) {
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
-}
-
-// Synced reports whether the initial state has been delivered. It does not
-// block.
-func (w *Watcher) Synced() bool { return w.isSynced() }
-
-// WaitSynced blocks until the watcher is synced (nil), ctx ends (its
-// error), or the watch ends first (its terminal error, or ErrStopped).
-// From a handler, before the watcher is synced, it returns ErrInHandler at
-// once: the handler runs on the goroutine that syncs it.
-func (w *Watcher) WaitSynced(ctx context.Context) error {
-	select {
-	case <-w.synced:
-		return nil
-	default:
-	}
-	if w.onEventGoroutine() {
-		return ErrInHandler
-	}
-	select {
-	case <-w.synced:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		if w.isSynced() {
-			return nil
-		}
-		if err := w.Err(); err != nil {
-			return err
-		}
-		return ErrStopped
-	}
 }
 
 // Done returns a channel closed when the watch has ended and its goroutine

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -247,5 +248,50 @@ func TestKeyEqualToScopePrefix(t *testing.T) {
 	}
 	if events[1].Prev != `{"name":"alpha"}` {
 		t.Errorf("live event Prev = %q, want the initial value", events[1].Prev)
+	}
+}
+
+// A scope covers the keys of the templates it is a prefix of: with no
+// template equal to the prefix, the key vpc.a is not watched (neither
+// delivered nor reported), while a key under vpc.a. that no template
+// matches is in scope and reported. (README, Scopes: a filter for vpc.a
+// itself would double the consumer's filters for keys no template makes.)
+func TestScopeCoversTheKeysOfItsTemplates(t *testing.T) {
+	js, kv := setup(t)
+	routesOnly := kvwatch.BucketSpec{Bucket: "network", Scopes: []kvwatch.ScopeSpec{{Name: "VPC", Prefix: "vpc.{vpc}"}}}
+	put(t, kv, "vpc.a", vpcConfig{Name: "no template is vpc.{vpc} here"})
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "in"})
+	put(t, kv, "vpc.a.other", route{CIDR: "in scope, no template"})
+	r := newRecorder()
+	w, err := kvwatch.Start(context.Background(), js, &routesOnly, vpcs("a"),
+		[]kvwatch.AnyBinding{kvwatch.Bind(&routeKind, recordEvent[routeKey, route](r, "Route"))}, r.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+	put(t, kv, "vpc.a", vpcConfig{Name: "again"})
+	last := put(t, kv, "vpc.a.route.r2", route{CIDR: "live"})
+	waitRevision(t, w, last)
+	events, errs := r.snapshot()
+	var keys []string
+	for _, e := range events {
+		keys = append(keys, e.Key)
+	}
+	if want := []string{"vpc.a.route.r1", "vpc.a.route.r2"}; !slices.Equal(keys, want) {
+		t.Errorf("events for %v, want %v", keys, want)
+	}
+	var unknown []string
+	for _, err := range errs {
+		var u *kvwatch.UnknownKeyError
+		if errors.As(err, &u) {
+			unknown = append(unknown, u.Key)
+		}
+	}
+	if want := []string{"vpc.a.other"}; !slices.Equal(unknown, want) {
+		t.Errorf("unknown keys reported: %v, want %v (errors %v)", unknown, want, errs)
+	}
+	if got := fmt.Sprint(w.Filters()); got != "[$KV.network.vpc.a.>]" {
+		t.Errorf("filters %s, want only the keys under vpc.a.", got)
 	}
 }
