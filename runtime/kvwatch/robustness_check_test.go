@@ -87,7 +87,9 @@ func checkLife(hist *history, bucketHistory int, id, n int, l *life) []string {
 		}
 	}
 	synced := false
-	recreated := l.resumed != nil && l.resumePath == "relist" && l.resumedEpoch != l.epoch
+	// A checkpoint of another incarnation is re-listed (whether or not the
+	// life lived to its first sync point, where resumePath is known).
+	recreated := l.resumed != nil && l.resumedEpoch != l.epoch
 	if recreated {
 		clear(lastOf) // another stream: its revisions start over
 	}
