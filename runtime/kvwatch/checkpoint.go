@@ -41,7 +41,11 @@ type Checkpoint struct {
 
 // Checkpoint returns the watcher's caches and revision, taken atomically
 // (no event is half applied). It fails with ErrNotSynced before sync and
-// while SetScopes brings scopes in.
+// while SetScopes brings scopes in. Taken between sync points, on a
+// bucket keeping one revision a key, it may hold a key at an older entry
+// than the bucket had at its revision (the consumer found that entry
+// overwritten, and the newer one is on its way): a watcher resumed from
+// it still ends exact, since that newer entry comes after the revision.
 func (w *Watcher) Checkpoint() (Checkpoint, error) {
 	if !w.isSynced() {
 		return Checkpoint{}, ErrNotSynced
@@ -70,17 +74,22 @@ func (w *Watcher) Checkpoint() (Checkpoint, error) {
 // delivers only what changed after the checkpoint's revision:
 //
 //   - "delta": when the stream proves that nothing after the revision is
-//     lost (its first sequence is at or below revision+1; its retention
-//     cannot have expired a restored entry without a marker; the
-//     checkpoint's filters cover the watcher's), the consumer starts at
-//     revision+1 and its changes are delivered;
-//   - "relist": otherwise the state is read again; entries whose revision
-//     differs from the checkpoint's are delivered as puts, restored keys
-//     that no longer exist as deletes with FinalStateUnknown set (their
-//     last value in Prev), unchanged ones not at all.
+//     lost (it is the stream the checkpoint was taken on; its first
+//     sequence is at or below revision+1; its retention cannot have
+//     expired a restored entry without a marker; the checkpoint's filters
+//     cover the watcher's), the consumer starts at revision+1, and the
+//     catch-up is sealed like an initial read (catchup.go);
+//   - "relist": otherwise the state is read again; entries other than the
+//     checkpoint's (another revision or another creation time: a bucket
+//     made again repeats revisions, never times) are delivered as puts,
+//     restored keys that no longer exist as deletes with
+//     FinalStateUnknown set (their last value in Prev), unchanged ones not
+//     at all.
 //
 // Stats().Resume says which path was taken. Events of either path are
-// flagged Initial until the watcher is synced. One limit: a purge that
+// flagged Initial until the watcher is synced, and the caches are then
+// exact (see Watcher.Checkpoint for checkpoints taken between sync
+// points). One limit: a purge that
 // removes messages above the stream's first sequence (kv.PurgeDeletes of
 // recent delete markers, a stream purge by subject) leaves no trace a
 // delta can see; keep PurgeDeletes' threshold above your checkpoints' age.

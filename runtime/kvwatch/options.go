@@ -79,8 +79,11 @@ func WithInactiveThreshold(d time.Duration) Option {
 	}
 }
 
-// WithRequestTimeout bounds each request of the initial state read and each
-// wait for its next reply (default 5s).
+// WithRequestTimeout bounds each request of a read without a consumer
+// (the initial state, SetScopes, a seal, reading while no consumer can be
+// created) and each wait for its next reply, and each stream info request
+// (default 5s). Consumer creation requests have their own, shorter bound
+// (see the README, Fast recovery).
 func WithRequestTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

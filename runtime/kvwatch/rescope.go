@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // This file is live re-scoping: SetScopes changes what a running watcher
@@ -32,6 +33,9 @@ func (r *rescopeRequest) finish(err error) {
 // rescopeQueue holds the SetScopes calls the event goroutine has not taken
 // yet, in order.
 type rescopeQueue struct {
+	// queued is the number of waiting requests, read without the lock
+	// between messages of the tail.
+	queued  atomic.Int32
 	mu      sync.Mutex
 	waiting []*rescopeRequest
 	// applying is the batch the event goroutine works on, if any: a call
@@ -55,6 +59,7 @@ func (q *rescopeQueue) add(filters, current []string) *rescopeRequest {
 	}
 	req := &rescopeRequest{filters: filters, finished: make(chan struct{})}
 	q.waiting = append(q.waiting, req)
+	q.queued.Store(int32(len(q.waiting)))
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -80,6 +85,7 @@ func (q *rescopeQueue) take() []*rescopeRequest {
 	defer q.mu.Unlock()
 	reqs := q.waiting
 	q.waiting = nil
+	q.queued.Store(0)
 	if len(reqs) > 0 {
 		q.applying = reqs
 	}
@@ -87,11 +93,7 @@ func (q *rescopeQueue) take() []*rescopeRequest {
 }
 
 // waitingAny reports whether a request waits to be taken.
-func (q *rescopeQueue) waitingAny() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.waiting) > 0
-}
+func (q *rescopeQueue) waitingAny() bool { return q.queued.Load() > 0 }
 
 // finish reports err to every request taken or waiting that is done:
 // those of the batch being applied (applied is true), or all of them
@@ -103,6 +105,7 @@ func (q *rescopeQueue) finish(err error, all bool) {
 	if all {
 		reqs = append(reqs, q.waiting...)
 		q.waiting = nil
+		q.queued.Store(0)
 	}
 	q.mu.Unlock()
 	for _, r := range reqs {

@@ -77,12 +77,14 @@ func latencyProxy(t *testing.T, target string, delay time.Duration) string {
 }
 
 // A watcher 25 ms (one way) from its server, whose scope has more than
-// 1,024 keys (a read in several requests, completed by a scan), on a
+// 1,024 keys (a read in several requests, completed by a seal), on a
 // bucket other tenants write to steadily: ~20k messages a 50 ms round
-// trip under the scan's subject (vpc.>, covering the watcher's two
-// filters), more than the scan's 1,000 an answer. An unbounded scan never
-// ended (the watcher never synced); after maxScanRounds answers the scan
-// stops and the tail, filtered on the watcher's scope, catches up.
+// trip under the seal's subject (vpc.>, covering the watcher's two
+// filters), more than the seal's 1,000 an answer. An unbounded seal never
+// ended (the watcher never synced); after maxSealRounds answers a seal
+// stops, and after maxSealAttempts of them the tail, filtered on the
+// watcher's scope, finishes the catch-up (exact only eventually: the
+// documented limit).
 func TestScanOutpacedByOtherTenantsWrites(t *testing.T) {
 	s := kvwatchtest.Server(t)
 	_, js := kvwatchtest.Connect(t, s)
@@ -137,7 +139,7 @@ func TestScanOutpacedByOtherTenantsWrites(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(w.Stop)
-	// Synced at all is the point (an unbounded scan never ends): 20 s
+	// Synced at all is the point (an unbounded seal never ends): 20 s
 	// leaves room for -race and a loaded machine (~2 s here without).
 	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer wcancel()

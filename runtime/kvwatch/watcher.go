@@ -67,6 +67,8 @@ type Watcher struct {
 	// verifyStream is set after the tail broke: before the next consumer,
 	// the stream must be the one the caches come from (checkStream).
 	verifyStream bool
+	// tailStoppable mirrors stopTail != nil (see setTailStop).
+	tailStoppable bool
 
 	mu         sync.Mutex
 	err        error  // terminal error, set before done is closed
