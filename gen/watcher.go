@@ -191,7 +191,7 @@ func emitSetScopes(f *jen.File, b *schema.Bucket) {
 	f.Comment(wrap("SetScopes changes what the watcher watches while it runs, still with one consumer: " +
 		"keys of removed scopes are delivered as deletes with LeftScope set, added scopes are read " +
 		"and delivered as initial events, and no change is lost or delivered twice (see " +
-		"kvwatch.Watcher.SetScopes). It returns once the change is applied and the caches are exact "+
+		"kvwatch.Watcher.SetScopes). It returns once the change is applied and the caches are exact " +
 		"again; called from a handler, once it is queued."))
 	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("SetScopes").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("scopes").Id(n.Scopes),

@@ -151,7 +151,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		}
 	}
 	var lastSeq uint64 // the consumer's own sequence of the last message
-	stop := it.Stop      // one method value, not one a message
+	stop := it.Stop    // one method value, not one a message
 	for {
 		if err := w.takeRescopes(stop); err != nil {
 			return err
