@@ -150,6 +150,7 @@ func (w *Watcher) startPlan(ctx context.Context) (*catchUp, error) {
 	plan.initial = true
 	plan.done = func() {
 		w.endRelist()
+		w.otherStream = false // every restored entry was read again or deleted
 		w.markSynced()
 	}
 	w.mu.Lock()
@@ -168,6 +169,7 @@ func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*c
 	info := stream.CachedInfo()
 	if why := w.deltaUnprovable(r, info); why != "" {
 		w.setResumePath("relist", why)
+		w.otherStream = (!r.StreamCreated.IsZero() && !r.StreamCreated.Equal(info.Created)) || r.Revision > info.State.LastSeq
 		for _, b := range w.bindings {
 			b.beginRelist(nil)
 		}

@@ -38,6 +38,8 @@ type tailConsumer struct {
 	// gone holds consumers replaced but not yet deleted from the server:
 	// the next one is created only once they are (event goroutine only).
 	gone []string
+	// attempts is how many creation requests the last start took.
+	attempts int
 	// name is the consumer on the server now, "" when none; guarded by
 	// mu (Stats reads it).
 	mu   sync.Mutex
@@ -103,6 +105,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 			c.mu.Lock()
 			c.name = name
 			c.mu.Unlock()
+			c.attempts = attempt + 1
 			return cons, nil
 		}
 		if ctx.Err() != nil {
@@ -112,11 +115,14 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 			return nil, ctx.Err()
 		}
 		err = c.w.consumerErr(err)
-		if terminal(err) {
+		if perr := c.w.permissionError(); perr != nil || terminal(err) {
+			if sent {
+				c.gone = append(c.gone, name) // in case a late answer made it
+			}
+			if perr != nil {
+				return nil, perr
+			}
 			return nil, err
-		}
-		if perr := c.w.permissionError(); perr != nil {
-			return nil, perr
 		}
 		// A request that timed out is sent again at once: the server that
 		// should have answered it is gone (an election), or still working

@@ -262,3 +262,27 @@ func TestDataErrorTextHasOnePrefix(t *testing.T) {
 		t.Errorf("syntax error: %v, want one \"json:\"", err)
 	}
 }
+
+// After its consumer was recreated, a live watcher on a quiet bucket
+// still takes a SetScopes call at once. A review found the tail kept the
+// stopped iterator of its first consumer as the way SetScopes wakes it:
+// the call waited until its context ended.
+func TestSetScopesAfterAConsumerReset(t *testing.T) {
+	js, kv := setup(t)
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "a"})
+	put(t, kv, "vpc.b.route.r1", route{CIDR: "b"})
+	w, _ := startLogged(t, js)
+	first := w.Stats().Consumer
+	if err := js.DeleteConsumer(context.Background(), "KV_network", first); err != nil {
+		t.Fatal(err)
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the consumer recreated", func() bool {
+		c := w.Stats().Consumer
+		return c != "" && c != first
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
+		t.Fatalf("SetScopes after a reset: %v", err)
+	}
+}

@@ -61,29 +61,25 @@ func (w *Watcher) permissionError() error {
 	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) || last.Error() == w.errAtStart {
 		return nil
 	}
-	w.mu.Lock()
-	tolerated := w.tolerated
-	w.mu.Unlock()
-	if last.Error() == tolerated {
-		return nil
-	}
 	_, quoted, ok := strings.Cut(last.Error(), `"`)
 	subject, _, ok2 := strings.Cut(quoted, `"`)
-	if !ok || !ok2 || !w.ownsSubject(subject) {
+	if !ok || !ok2 || !w.ownsSubject(subject) || subject == w.optionalSubject() {
 		return nil
 	}
 	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, last)
 }
 
-// tolerateViolation records that the watcher goes on after the
-// connection's last error, if it is a permissions violation: a request it
-// can do without was refused (sealByMsgGet).
-func (w *Watcher) tolerateViolation() {
-	if last := w.js.Conn().LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
-		w.mu.Lock()
-		w.tolerated = last.Error()
-		w.mu.Unlock()
-	}
+// optionalSubject is the one API subject a watcher can do without: the
+// stream message API, which seals catch-ups on streams without direct get
+// (README, Permissions). A refusal there is no reason to end any watch,
+// this watcher's or another's on the same connection.
+func (w *Watcher) optionalSubject() string { return apiPrefix(w.js) + "STREAM.MSG.GET." + w.stream }
+
+// refusedOptional reports whether the connection's last error is a
+// permissions violation on optionalSubject.
+func (w *Watcher) refusedOptional() bool {
+	last := w.js.Conn().LastError()
+	return last != nil && errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), `"`+w.optionalSubject()+`"`)
 }
 
 // ownsSubject reports whether subject is one this watcher sends requests

@@ -165,6 +165,11 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 			return
 		}
 		w.state.mu.Lock()
+		if item, had := b.cache.items[p.key]; had && w.older(e, item.Revision) {
+			w.commitRevisionLocked(e) // the cache holds a newer entry
+			w.state.mu.Unlock()
+			return
+		}
 		if !p.keyBad {
 			delete(b.cache.items, p.key)
 			delete(b.unseen, p.key)
@@ -191,6 +196,14 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		return
 	}
 	delete(b.unseen, p.key) // a no-op on a nil map: no re-list running
+	if had && w.older(e, old.Revision) {
+		// The cache holds a newer entry of the key: this one comes from a
+		// read answered by a replica behind the watcher (SetScopes
+		// widening a scope), or a consumer replaying after a reset.
+		w.commitRevisionLocked(e)
+		w.state.mu.Unlock()
+		return
+	}
 	// An initial entry the cache already holds is nothing new: a restored
 	// entry a re-list finds as it was, or an entry read again when a read
 	// is retried. The same entry means the same revision and the same

@@ -83,6 +83,36 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 }
 
+// A user allowed everything but pulling from its consumer: the pulls are
+// refused (the server says so on the side, and the consumer seems to miss
+// its heartbeats), and the watch ends with the permissions violation
+// instead of recreating its consumer for ever.
+func TestRefusedPullsEndTheWatch(t *testing.T) {
+	noPull := watcherPermissions()
+	noPull.Publish.Allow = slices.DeleteFunc(slices.Clone(noPull.Publish.Allow), func(s string) bool { return strings.Contains(s, "MSG.NEXT") })
+	s := kvwatchtest.ServerWith(t, &server.Options{Users: []*server.User{
+		{Username: "admin", Password: "admin"},
+		{Username: "nopull", Password: "nopull", Permissions: noPull},
+	}})
+	_, admin := kvwatchtest.Connect(t, s, nats.UserInfo("admin", "admin"))
+	kv := kvwatchtest.Bucket(t, admin, "network")
+	put(t, kv, "vpc.a", vpcConfig{Name: "a"})
+	_, js := kvwatchtest.Connect(t, s, nats.UserInfo("nopull", "nopull"))
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case <-w.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the watch goes on without pulls (stats %+v)", w.Stats())
+	}
+	if err := w.Err(); !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "MSG.NEXT") {
+		t.Fatalf("Err = %v, want the permissions violation on MSG.NEXT", err)
+	}
+}
+
 // On a stream without direct get, the seal of a catch-up reads the
 // entries after the consumer's last one from the stream's message API
 // ($JS.API.STREAM.MSG.GET, listed in the README for that case only). A

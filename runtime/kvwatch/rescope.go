@@ -130,8 +130,9 @@ func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 //  2. the scopes added are read, their entries delivered as initial events
 //     (only they are read: the cost is proportional to what was added);
 //  3. the old consumer is deleted, then one consumer with the new filter
-//     set starts at the watcher's revision, skipping what the read
-//     delivered, and the change is sealed like the initial sync (see
+//     set starts at the watcher's revision (or the read's, when a replica
+//     behind answered it), skipping what the read delivered, and the
+//     change is sealed like the initial sync (see
 //     catchup.go): no change to any scope is lost or delivered twice, and
 //     the caches are then exact. The watcher never holds two consumers.
 //

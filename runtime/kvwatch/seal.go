@@ -27,7 +27,14 @@ import (
 // received since the tail's last entry, which the tail brought close to
 // the stream's end first: normally little. A bucket written faster than
 // the seal reads would keep it going: after maxSealRounds answers it
-// stops, and the tail finishes the catch-up (exact only eventually).
+// stops, the consumer goes on, and the seal is tried again the next time
+// the tail seems caught up; after maxSealAttempts such tries the tail
+// finishes the catch-up without one (exact only eventually).
+//
+// In a cluster the seal's answer may come from a replica behind the one
+// the consumer reads: an entry the consumer found overwritten by one that
+// replica does not have yet is then missing at the sync point, and comes
+// with its newer entry just after (README, Known limitations).
 //
 // On a stream without direct get the seal asks the stream's message API,
 // one entry a request, and stops after maxSealGets of them.
@@ -56,16 +63,18 @@ func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete
 		read, end, complete, err = w.sealByDirectGet(ctx, subject, plan.from, deliver)
 	} else {
 		var refused bool
-		read, end, complete, refused = w.sealByMsgGet(ctx, subject, plan.from, deliver)
+		read, end, complete, refused, err = w.sealByMsgGet(ctx, subject, plan.from, deliver)
 		if refused {
 			plan.seals = maxSealAttempts // no use asking again
 		}
 	}
+	// What was delivered counts even when a request failed after it: the
+	// next consumer starts after it, or it would come twice.
+	plan.applied(read)
+	w.raiseRevision(plan.from)
 	if err != nil {
 		return 0, false, err
 	}
-	plan.applied(read)
-	w.raiseRevision(plan.from)
 	if !complete {
 		w.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "kvwatch: the bucket is written faster than the catch-up's seal reads it: the tail finishes it, exact only eventually",
 			slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", plan.from), slog.Uint64("stream_at", end))
@@ -91,7 +100,10 @@ func (w *Watcher) scanDeliver(plan *catchUp) func(rawEntry) {
 // of the meta leader no consumer is created until another is elected
 // (several seconds after a crash), but the stream's replicas still answer
 // direct gets. It reads like the seal, in order, and a failed request
-// leaves everything to the consumer.
+// leaves the rest to the consumer. A read that did not end at an answer
+// with nothing after it leaves the caches short of exact (a key overwritten
+// before it read its place may have its newer entry beyond where it
+// stopped): the catch-up is then sealed even when it needed nothing.
 func (w *Watcher) bridge() {
 	plan := w.plan
 	if plan == nil || !w.directGet || plan.lastPerSubject || len(w.filters) == 0 {
@@ -99,28 +111,32 @@ func (w *Watcher) bridge() {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
 	defer cancel()
-	read, _, _, err := w.sealByDirectGet(ctx, scanSubject(w.subjectPrefix, w.filters), plan.from, w.scanDeliver(plan))
-	if err != nil {
-		w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: reading without a consumer", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
-		return
-	}
+	read, _, complete, err := w.sealByDirectGet(ctx, scanSubject(w.subjectPrefix, w.filters), plan.from, w.scanDeliver(plan))
 	plan.applied(read)
 	w.raiseRevision(plan.from)
+	if !complete {
+		plan.exact = false
+	}
+	if err != nil {
+		w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: reading without a consumer", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+	}
 }
 
 // sealByDirectGet reads subject from after+1 by batched direct gets, and
-// returns the last revision read and, when cut short, where the stream
-// had got to.
+// returns the last revision read (also when a request failed: what was
+// delivered up to then) and, when cut short, where the stream had got to.
 func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete bool, err error) {
 	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
 	if err := dg.open(ctx); err != nil {
-		return 0, 0, false, err
+		return after, 0, false, err
 	}
 	defer dg.close()
 	end = after
+	delivered := after // the newest entry delivered, in order
 	fn := func(msg *nats.Msg) {
 		if e, ok := w.directEntry(msg); ok {
 			deliver(e)
+			delivered = max(delivered, e.revision)
 		}
 	}
 	for round := 1; ; round++ {
@@ -129,7 +145,7 @@ func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uin
 		case errors.Is(err, errNoResults):
 			return end, end, true, nil // nothing after end
 		case err != nil:
-			return 0, 0, false, fmt.Errorf("kvwatch: sealing the catch-up: %w", err)
+			return max(end, delivered), 0, false, fmt.Errorf("kvwatch: sealing the catch-up: %w", err)
 		}
 		end = max(end, res.lastSeq)
 		switch {
@@ -142,26 +158,28 @@ func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uin
 }
 
 // sealByMsgGet reads subject from after+1 one entry a request, on a stream
-// without direct get. A failed request (a refused permission shows as a
-// timeout) leaves the rest to the tail, with a warning (refused: no
-// further seal of this catch-up is tried).
-func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete, refused bool) {
+// without direct get. A request the connection's permissions refuse (it
+// shows as a timeout) leaves the rest to the tail, with a warning, and no
+// further seal of this catch-up is tried (refused); another failure is
+// returned, to be retried.
+func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete, refused bool, err error) {
 	read = after
 	for range maxSealGets {
 		e, found, err := w.msgGetNext(ctx, read+1, subject)
 		switch {
-		case err != nil:
-			w.tolerateViolation()
-			w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot seal the catch-up without direct get: a key overwritten during it may come just after the sync point",
+		case err != nil && w.refusedOptional():
+			w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot seal the catch-up without direct get (no permission for the stream's message API): a key overwritten during it may come just after the sync point",
 				slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
-			return read, read, false, true
+			return read, read, false, true, nil
+		case err != nil:
+			return read, read, false, false, fmt.Errorf("kvwatch: sealing the catch-up: %w", err)
 		case !found:
-			return read, read, true, false
+			return read, read, true, false, nil
 		}
 		read = e.revision
 		deliver(e)
 	}
-	return read, read + 1, false, false
+	return read, read + 1, false, false, nil
 }
 
 // msgGetResponse is the answer of the stream message API.
@@ -189,7 +207,7 @@ func (w *Watcher) msgGetNext(ctx context.Context, seq uint64, subject string) (e
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
 	defer cancel()
-	reply, err := w.js.Conn().RequestWithContext(ctx, apiPrefix(w.js)+"STREAM.MSG.GET."+w.stream, body)
+	reply, err := w.js.Conn().RequestWithContext(ctx, w.optionalSubject(), body)
 	if err != nil {
 		return rawEntry{}, false, fmt.Errorf("stream message get: %w", err)
 	}

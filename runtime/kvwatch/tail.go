@@ -52,6 +52,11 @@ func (w *Watcher) tail() error {
 			}
 			return err
 		}
+		if perr := w.permissionError(); perr != nil {
+			// Pulls refused show as missed heartbeats: recreating the
+			// consumer would not help.
+			return perr
+		}
 		w.stats.consumerResets.Add(1)
 		w.verifyStream = true
 		w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: recreating the consumer", slog.String("bucket", w.spec.Bucket),
@@ -107,6 +112,13 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		}
 		return err
 	}
+	if w.consumer.attempts > 1 {
+		// The stream was checked before the first attempt; a bucket made
+		// again while they failed would take this consumer silently.
+		if err := w.checkStream(); err != nil {
+			return err
+		}
+	}
 	// 1,000 messages a pull: the initial delivery of a fresh bucket goes
 	// faster than with the default 500, at ~200 KiB of buffer for values
 	// of ~200 bytes.
@@ -116,6 +128,11 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		return w.consumerErr(err)
 	}
 	defer it.Stop()
+	// SetScopes stops this iterator from now on, not an earlier one (the
+	// cached state of setTailStop is forgotten first).
+	w.tailStoppable = true
+	w.setTailStop(nil)
+	defer w.setTailStop(nil)
 	// Stopping the iterator is how the context, SetScopes and a reconnect
 	// end reading: Next then returns at once (an option per call would
 	// allocate per message).

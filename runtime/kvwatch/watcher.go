@@ -69,15 +69,16 @@ type Watcher struct {
 	verifyStream bool
 	// tailStoppable mirrors stopTail != nil (see setTailStop).
 	tailStoppable bool
+	// otherStream is set while a resumed watcher re-lists a stream other
+	// than its checkpoint's (the bucket was made again): the revisions of
+	// the restored entries say nothing about the stream's.
+	otherStream bool
 
 	mu         sync.Mutex
 	err        error  // terminal error, set before done is closed
 	statePath  string // how the initial state was read (Stats)
 	resumePath string // how a resumed watcher caught up (Stats)
 	stopTail   func() // stops the live tail's consumer iterator, if any
-	// tolerated is a permissions violation the watcher went on after (a
-	// seal without direct get): not a reason to end the watch later.
-	tolerated string
 
 	rescopes rescopeQueue // SetScopes calls for the event goroutine
 	// errAtStart is the connection's last error when the watcher started:
@@ -319,6 +320,14 @@ func (w *Watcher) commitRevisionLocked(e *rawEntry) {
 	if e.ordered && e.revision > w.state.revision {
 		w.state.revision = e.revision
 	}
+}
+
+// older reports whether e is older than the entry at revision rev the
+// cache holds for its key, or the same one again from the stream (a read
+// of the same entry is nothing new: see unchanged in commit). Revisions of
+// one stream only compare with each other (otherStream).
+func (w *Watcher) older(e *rawEntry, rev uint64) bool {
+	return !w.otherStream && (e.revision < rev || (e.revision == rev && !e.initial))
 }
 
 // skips reports whether an ordered entry is one a read already delivered
