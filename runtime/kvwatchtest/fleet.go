@@ -1,0 +1,219 @@
+package kvwatchtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Fleet is the topology a large fleet uses (README, Fleet scale): a hub
+// server with its own JetStream domain holding the bucket, and edge
+// servers, each a leaf node of the hub with a domain of its own, holding a
+// mirror of the bucket named like it. Nodes connect to an edge and watch
+// its mirror; the hub carries no watcher consumer.
+type Fleet struct {
+	// Hub holds the bucket, in JetStream domain HubDomain.
+	Hub *Node
+	// Edges hold its mirrors, edge i in domain "edge<i+1>".
+	Edges []*Edge
+	// Bucket is the configuration the bucket was created with.
+	Bucket jetstream.KeyValueConfig
+}
+
+// HubDomain is the JetStream domain of a Fleet's hub.
+const HubDomain = "hub"
+
+// Edge is an edge server of a Fleet: a leaf node of the hub, reaching it
+// through a link that the test can cut and restore.
+type Edge struct {
+	*Node
+	// Domain is its JetStream domain.
+	Domain string
+	link   *link
+}
+
+// FleetOptions shape a Fleet; the zero value is a hub and one edge.
+type FleetOptions struct {
+	// Edges is the number of edge servers (default 1).
+	Edges int
+	// DenyImports, when set, is denied on each edge's leaf remote, as the
+	// README recommends for watcher inbox prefixes (e.g. "_LOCAL.>"):
+	// replies to such inboxes stay on the edge.
+	DenyImports []string
+}
+
+// StartFleet starts a hub and its edges (leaf nodes with their own
+// domains), creates the bucket of cfg on the hub and a mirror named like
+// it on every edge, and waits until every edge is linked and its mirror
+// exists. Everything is shut down when the test ends.
+func StartFleet(t testing.TB, cfg jetstream.KeyValueConfig, fo FleetOptions) *Fleet {
+	t.Helper()
+	if fo.Edges == 0 {
+		fo.Edges = 1
+	}
+	leafPort := freePort(t)
+	hubOpts := &server.Options{ServerName: "hub", JetStreamDomain: HubDomain}
+	hubOpts.LeafNode.Host = "127.0.0.1"
+	hubOpts.LeafNode.Port = leafPort
+	f := &Fleet{Hub: StartNode(t, hubOpts), Bucket: cfg}
+	_, hubJS := Connect(t, f.Hub.Server)
+	BucketWith(t, hubJS, cfg)
+	for i := range fo.Edges {
+		l := newLink(t, fmt.Sprintf("127.0.0.1:%d", leafPort))
+		opts := &server.Options{ServerName: fmt.Sprintf("edge%d", i+1), JetStreamDomain: fmt.Sprintf("edge%d", i+1)}
+		opts.LeafNode.ReconnectInterval = 100 * time.Millisecond
+		opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{
+			URLs:        []*url.URL{{Scheme: "nats-leaf", Host: l.addr}},
+			DenyImports: fo.DenyImports,
+		}}
+		e := &Edge{Node: StartNode(t, opts), Domain: opts.JetStreamDomain, link: l}
+		f.Edges = append(f.Edges, e)
+		e.waitLinked(t)
+		_, js := e.Connect(t)
+		mirror := cfg
+		mirror.Mirror = &jetstream.StreamSource{Name: cfg.Bucket, Domain: HubDomain}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := js.CreateKeyValue(ctx, mirror)
+		cancel()
+		if err != nil {
+			t.Fatalf("kvwatchtest: mirror of %s on %s: %v", cfg.Bucket, e.Domain, err)
+		}
+	}
+	return f
+}
+
+// ConnectHub connects to the hub, with fast reconnects.
+func (f *Fleet) ConnectHub(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return connect(t, f.Hub.ClientURL(), append(fastReconnects(), opts...)...)
+}
+
+// Connect connects to the edge, with fast reconnects, as a fleet node
+// does; its JetStream context reads the edge's mirror and writes through
+// the mirror-bound KV handle to the hub.
+func (e *Edge) Connect(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return connect(t, fmt.Sprintf("nats://127.0.0.1:%d", e.opts.Port), append(fastReconnects(), opts...)...)
+}
+
+func fastReconnects() []nats.Option {
+	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+}
+
+// Cut cuts the edge's link to the hub: connections are closed and new
+// ones refused until Restore. The edge's mirror stops hearing from the
+// origin; watchers on the edge go on reading what it holds.
+func (e *Edge) Cut() { e.link.cut() }
+
+// Restore lets the edge link to the hub again.
+func (e *Edge) Restore() { e.link.restore() }
+
+// waitLinked waits until the edge has its leaf connection to the hub.
+func (e *Edge) waitLinked(t testing.TB) {
+	t.Helper()
+	Eventually(t, 20*time.Second, e.Domain+" linked to the hub", func() bool { return e.NumLeafNodes() > 0 })
+}
+
+// WaitMirrored waits until the edge's mirror holds the hub's bucket up to
+// revision rev.
+func (f *Fleet) WaitMirrored(t testing.TB, e *Edge, rev uint64) {
+	t.Helper()
+	_, js := e.Connect(t)
+	Eventually(t, 60*time.Second, fmt.Sprintf("%s mirrored up to %d", e.Domain, rev), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, "KV_"+f.Bucket.Bucket)
+		return err == nil && s.CachedInfo().State.LastSeq >= rev
+	})
+}
+
+// link is a TCP proxy between an edge and the hub's leafnode port that can
+// be cut and restored.
+type link struct {
+	addr   string // where the edge dials
+	target string
+
+	mu    sync.Mutex
+	down  bool
+	conns []net.Conn
+	ln    net.Listener
+}
+
+func newLink(t testing.TB, target string) *link {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("kvwatchtest: link: %v", err)
+	}
+	l := &link{addr: ln.Addr().String(), target: target, ln: ln}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); l.cut(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			down := l.down
+			l.mu.Unlock()
+			if down {
+				c.Close()
+				continue
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			l.mu.Lock()
+			l.conns = append(l.conns, c, s)
+			l.mu.Unlock()
+			wg.Go(func() { pipe(s, c) })
+			wg.Go(func() { pipe(c, s) })
+		}
+	})
+	return l
+}
+
+// pipe copies src to dst until either ends, then closes both.
+func pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+}
+
+func (l *link) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down = true
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.conns = nil
+}
+
+func (l *link) restore() {
+	l.mu.Lock()
+	l.down = false
+	l.mu.Unlock()
+}
