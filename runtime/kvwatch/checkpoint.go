@@ -180,7 +180,7 @@ func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*c
 		b.cancelRelist() // marks of a failed earlier attempt: the delta confirms the rest
 	}
 	w.setStreamCreated(info.Created)
-	w.directGet = info.Config.AllowDirect
+	w.learnDirectGet(info)
 	w.setRevision(r.Revision)
 	return &catchUp{from: r.Revision, target: info.State.LastSeq, pending: true, path: pathResume}, nil
 }
@@ -232,7 +232,7 @@ func (w *Watcher) setResumePath(path, why string) {
 	w.mu.Lock()
 	w.resumePath = path
 	w.mu.Unlock()
-	attrs := []slog.Attr{slog.String("bucket", w.spec.Bucket), slog.String("path", path)}
+	attrs := []slog.Attr{slog.String("bucket", w.bucket), slog.String("path", path)}
 	if why != "" {
 		attrs = append(attrs, slog.String("why", why))
 	}

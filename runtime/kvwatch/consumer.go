@@ -133,7 +133,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
 		}
-		c.w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.spec.Bucket),
+		c.w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.bucket),
 			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
 		bridge()
 		if !sleep(ctx, wait) {

@@ -38,17 +38,22 @@ var (
 // what to do about it.
 func (w *Watcher) consumerErr(err error) error {
 	switch {
+	case errors.Is(err, jetstream.ErrMaximumConsumersLimit) && w.mirror.snapshot() != nil:
+		return fmt.Errorf("%w: stream %s, a mirror of %s (server error 10026): nats-server 2.15+ allows 1,000 consumers per stream by default, "+
+			"a mirror on an edge server too; raise the mirror's MaxConsumers (js.UpdateStream on %s on that server) or the edge server's "+
+			"jetstream { limits { default_max_consumers } }, or spread the nodes over more edges: %v",
+			ErrConsumerLimit, w.stream, w.mirror.snapshot().Origin, w.stream, err)
 	case errors.Is(err, jetstream.ErrMaximumConsumersLimit):
 		return fmt.Errorf("%w: stream %s (server error 10026): nats-server 2.15+ allows 1,000 consumers per stream by default; "+
 			"raise the stream's MaxConsumers (js.UpdateStream on %s, allowed since 2.14) or the server's "+
 			"jetstream { limits { default_max_consumers } }, or watch more scopes with fewer watchers: %v",
 			ErrConsumerLimit, w.stream, w.stream, err)
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return fmt.Errorf("%w: %s (stream %s was deleted)", ErrBucketNotFound, w.spec.Bucket, w.stream)
+		return fmt.Errorf("%w: %s (stream %s was deleted)", ErrBucketNotFound, w.bucket, w.stream)
 	case errors.Is(err, nats.ErrPermissionViolation):
-		return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, err)
+		return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.bucket, err)
 	}
-	return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.spec.Bucket, err)
+	return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.bucket, err)
 }
 
 // permissionError returns a terminal error when the connection's last
@@ -66,7 +71,7 @@ func (w *Watcher) permissionError() error {
 	if !ok || !ok2 || !w.ownsSubject(subject) || subject == w.optionalSubject() {
 		return nil
 	}
-	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.spec.Bucket, last)
+	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.bucket, last)
 }
 
 // optionalSubject is the one API subject a watcher can do without: the

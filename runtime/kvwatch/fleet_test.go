@@ -2,10 +2,16 @@ package kvwatch_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,5 +55,183 @@ func TestWatchAnEdgeMirror(t *testing.T) {
 	}
 	if n := kvwatchtest.Consumers(t, hub, "network"); n != 0 {
 		t.Errorf("%d consumers on the hub's bucket, want 0", n)
+	}
+}
+
+// startOnEdge starts a watcher of VPC a on the edge, recording into r,
+// and waits until it is synced.
+func startOnEdge(t *testing.T, js jetstream.JetStream, r *recorder, opts ...kvwatch.Option) (*kvwatch.Watcher, *kvwatch.Binding[routeKey, route]) {
+	t.Helper()
+	routes, _, bindings := networkBindings(r)
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), bindings, append(r.options(), opts...)...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+	return w, routes
+}
+
+// The schema's bucket name is not the environment's: WithBucket watches
+// network-staging, and an edge's mirror of network named network-edge,
+// whose messages keep the origin's subjects ($KV.network.…), which the
+// watcher then reads.
+func TestWatchABucketNamedAtRunTime(t *testing.T) {
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
+	_, hub := f.ConnectHub(t)
+	staging := kvwatchtest.Bucket(t, hub, "network-staging")
+	put(t, staging, "vpc.a.route.r1", route{CIDR: "staging"})
+	r := newRecorder()
+	w, routes := startOnEdge(t, hub, r, kvwatch.WithBucket("network-staging"))
+	if v, ok := routes.Cache().Get(routeKey{VPC: "a", RouteID: "r1"}); !ok || v.CIDR != "staging" || w.Bucket() != "network-staging" {
+		t.Fatalf("network-staging: cached %+v (%v), bucket %s", v, ok, w.Bucket())
+	}
+
+	hubKV, err := hub.KeyValue(context.Background(), "network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := put(t, hubKV, "vpc.a.route.r1", route{CIDR: "hub"})
+	_, edge := f.Edges[0].Connect(t)
+	ctx := context.Background()
+	if _, err := edge.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "network-edge",
+		Mirror: &jetstream.StreamSource{Name: "network", Domain: kvwatchtest.HubDomain}}); err != nil {
+		t.Fatal(err)
+	}
+	kvwatchtest.Eventually(t, 20*time.Second, "network-edge mirrored", func() bool {
+		s, err := edge.Stream(ctx, "KV_network-edge")
+		return err == nil && s.CachedInfo().State.LastSeq >= last
+	})
+	r2 := newRecorder()
+	w2, routes2 := startOnEdge(t, edge, r2, kvwatch.WithBucket("network-edge"))
+	if v, ok := routes2.Cache().Get(routeKey{VPC: "a", RouteID: "r1"}); !ok || v.CIDR != "hub" {
+		t.Fatalf("network-edge: cached %+v (%v), want the hub's value", v, ok)
+	}
+	if got := w2.Filters(); !slices.Equal(got, []string{"$KV.network.vpc.a", "$KV.network.vpc.a.>"}) {
+		t.Errorf("filters on the differently named mirror: %v, want the origin's subjects", got)
+	}
+	m := w2.Stats().Mirror
+	if m == nil || m.Origin != "KV_network" || m.External != "$JS.hub.API" {
+		t.Errorf("Stats().Mirror = %+v, want the origin KV_network across the hub's domain", m)
+	}
+	// Written through the mirror's handle (to the hub), seen on the edge.
+	edgeKV, err := edge.KeyValue(ctx, "network-edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := put(t, edgeKV, "vpc.a.route.r2", route{CIDR: "through the edge"})
+	waitRevision(t, w2, rev)
+	if _, err := kvwatch.Start(ctx, edge, &network, vpcs("a"), nil, kvwatch.WithBucket("no.dots")); err == nil || !strings.Contains(err.Error(), `"no.dots"`) {
+		t.Errorf("WithBucket(no.dots) = %v, want an error naming it", err)
+	}
+}
+
+// Cutting the edge's link to the hub leaves its mirror unchanged, and the
+// watcher says so: Stats().Mirror shows it stale (Mirror.Lag stays 0 in
+// an outage, only the time since the origin was heard from grows), a
+// warning is logged, and both end once the link is back.
+func TestMirrorStalenessIsReported(t *testing.T) {
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
+	edge := f.Edges[0]
+	_, js := edge.Connect(t)
+	logs := &lineLog{}
+	w, _ := startOnEdge(t, js, newRecorder(), kvwatch.WithMirrorStaleAfter(time.Second), kvwatch.WithLogger(slog.New(logs)))
+	if m := w.Stats().Mirror; m == nil || m.Stale {
+		t.Fatalf("Stats().Mirror = %+v before the cut, want a healthy mirror", m)
+	}
+	edge.Cut()
+	kvwatchtest.Eventually(t, 10*time.Second, "the mirror stale", func() bool {
+		m := w.Stats().Mirror
+		return m != nil && m.Stale && m.SinceHeard > time.Second
+	})
+	if !strings.Contains(logs.text(), "the mirror has not heard from its origin") {
+		t.Errorf("no warning logged:\n%s", logs.text())
+	}
+	edge.Restore()
+	kvwatchtest.Eventually(t, 60*time.Second, "the mirror healthy again", func() bool {
+		m := w.Stats().Mirror
+		return m != nil && !m.Stale
+	})
+	if !strings.Contains(logs.text(), "the mirror hears from its origin again") {
+		t.Errorf("no recovery logged:\n%s", logs.text())
+	}
+}
+
+// A mirror that allows no direct get (made by a raw CreateStream: neither
+// AllowDirect nor MirrorDirect) answers none: the watcher reads its state
+// through the consumer at once, without waiting out request timeouts.
+func TestMirrorWithoutDirectGet(t *testing.T) {
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
+	_, hub := f.ConnectHub(t)
+	hubKV, err := hub.KeyValue(context.Background(), "network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := put(t, hubKV, "vpc.a.route.r1", route{CIDR: "hub"})
+	_, edge := f.Edges[0].Connect(t)
+	ctx := context.Background()
+	if _, err := edge.CreateStream(ctx, jetstream.StreamConfig{Name: "KV_raw", MaxMsgsPerSubject: 1,
+		Mirror: &jetstream.StreamSource{Name: "KV_network", Domain: kvwatchtest.HubDomain}}); err != nil {
+		t.Fatal(err)
+	}
+	kvwatchtest.Eventually(t, 20*time.Second, "KV_raw mirrored", func() bool {
+		s, err := edge.Stream(ctx, "KV_raw")
+		return err == nil && s.CachedInfo().State.LastSeq >= last
+	})
+	start := time.Now()
+	w, routes := startOnEdge(t, edge, newRecorder(), kvwatch.WithBucket("raw"), kvwatch.WithRequestTimeout(3*time.Second))
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("synced after %v: a request timeout waited out?", took)
+	}
+	if s := w.Stats(); s.InitialState != "consumer" {
+		t.Errorf("InitialState = %q, want consumer", s.InitialState)
+	}
+	if v, ok := routes.Cache().Get(routeKey{VPC: "a", RouteID: "r1"}); !ok || v.CIDR != "hub" {
+		t.Errorf("cached %+v (%v)", v, ok)
+	}
+}
+
+// Watcher connections on an edge can use an inbox prefix that the edge's
+// leaf remote denies, so that nodes' reply subscriptions stay off the hub
+// (README, Fleet scale): the watcher syncs and follows the hub's writes.
+func TestWatchOnAnEdgeWithALocalInboxPrefix(t *testing.T) {
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{DenyImports: []string{"_LOCAL.>"}})
+	_, hub := f.ConnectHub(t)
+	hubKV, err := hub.KeyValue(context.Background(), "network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := put(t, hubKV, "vpc.a.route.r1", route{CIDR: "before"})
+	edge := f.Edges[0]
+	f.WaitMirrored(t, edge, first)
+	_, js := edge.Connect(t, nats.CustomInboxPrefix("_LOCAL"))
+	w, routes := startOnEdge(t, js, newRecorder())
+	if routes.Cache().Len() != 1 {
+		t.Fatalf("%d routes after sync, want 1", routes.Cache().Len())
+	}
+	live := put(t, hubKV, "vpc.a.route.r2", route{CIDR: "live"})
+	waitRevision(t, w, live)
+}
+
+// The consumer limit of an edge's mirror (1,000 by default, as every
+// stream's) is reached: the error names the mirror and both fixes.
+func TestConsumerLimitOnAnEdgeMirror(t *testing.T) {
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
+	_, js := f.Edges[0].Connect(t)
+	updateStream(t, js, func(cfg *jetstream.StreamConfig) { cfg.MaxConsumers = 1 })
+	ctx := context.Background()
+	if _, err := js.CreateConsumer(ctx, "KV_network", jetstream.ConsumerConfig{Durable: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := kvwatch.Start(ctx, js, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	err = w.WaitSynced(wctx)
+	if !errors.Is(err, kvwatch.ErrConsumerLimit) || !containsAll(err.Error(), "mirror", "KV_network", "MaxConsumers", "default_max_consumers") {
+		t.Fatalf("WaitSynced = %v, want ErrConsumerLimit naming the mirror and the fixes", err)
 	}
 }

@@ -18,6 +18,8 @@ type config struct {
 	requestTimeout    time.Duration
 	maxFilters        int
 	resume            *Checkpoint
+	bucket            string
+	mirrorStaleAfter  time.Duration
 	// onSyncPoint, for tests, receives a checkpoint at every sync point
 	// (export_test.go).
 	onSyncPoint func(Checkpoint)
@@ -30,6 +32,7 @@ func defaultConfig() config {
 		inactiveThreshold: 30 * time.Second,
 		requestTimeout:    5 * time.Second,
 		maxFilters:        defaultMaxFilters,
+		mirrorStaleAfter:  10 * time.Second,
 	}
 }
 
@@ -109,6 +112,30 @@ func WithMaxFilters(n int) Option {
 	return func(c *config) {
 		if n > 0 {
 			c.maxFilters = n
+		}
+	}
+}
+
+// WithBucket watches the bucket named name instead of the schema's: the
+// schema fixes keys and types, not the environment, so one watcher type
+// serves "network-staging" and "network-edge" alike. The bucket may be a
+// mirror of a bucket named otherwise (an edge's): its messages keep the
+// origin's subjects, which the watcher then reads, as nats.go's KV does.
+// Write through a handle of the same bucket (js.KeyValue(ctx, name)).
+func WithBucket(name string) Option {
+	return func(c *config) { c.bucket = name }
+}
+
+// WithMirrorStaleAfter sets when a mirror counts as stale (default 10 s):
+// when it has not heard from its origin for longer (Stats.Mirror). A
+// watcher of a mirror checks it every half of that, at most every 5 s
+// (one stream info request to its server), and logs a warning when it
+// goes stale and when it recovers. Healthy, a mirror hears from its origin
+// every few milliseconds. A negative d turns the checks off.
+func WithMirrorStaleAfter(d time.Duration) Option {
+	return func(c *config) {
+		if d != 0 {
+			c.mirrorStaleAfter = d
 		}
 	}
 }

@@ -236,7 +236,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 		return nil, err
 	}
 	last := info.State.LastSeq
-	w.directGet = info.Config.AllowDirect
+	w.learnDirectGet(info)
 	if !w.directGet {
 		// The consumer delivers the state of every scope itself; what the
 		// cache already holds brings no event.
@@ -248,7 +248,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	res, err := w.readState(w.ctx, stream, added, last)
 	switch {
 	case errors.Is(err, errNoDirectGet):
-		w.directGet = false
+		w.noDirectGet()
 		return &catchUp{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
 	case err != nil:
 		return nil, err
@@ -302,7 +302,7 @@ func (w *Watcher) switchScopes(filters []string, sw *scopeSwitch) {
 	sw.done, sw.old, sw.current, sw.rev = true, w.currentFilters(), filters, w.revision()
 	w.setRescoping(true)
 	w.setFilters(filters)
-	w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: re-scoping", slog.String("bucket", w.spec.Bucket),
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: re-scoping", slog.String("bucket", w.bucket),
 		slog.Int("filters_before", len(sw.old)), slog.Int("filters_after", len(filters)), slog.Uint64("revision", sw.rev))
 	inScope := w.matchesScopes
 	if len(filters) == 0 {

@@ -14,11 +14,13 @@ import (
 // run is the event goroutine.
 func (w *Watcher) run() {
 	defer close(w.done)
+	defer w.bg.Wait() // before done: Stop returns once every goroutine has exited
+	defer w.cancel()  // a watch that ended on its own ends its other goroutines too
 	w.eventGoroutine.Store(goroutineID())
 	err := w.watch()
 	if err != nil && w.ctx.Err() == nil {
 		w.setErr(err)
-		w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: watch ended", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+		w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: watch ended", slog.String("bucket", w.bucket), slog.Any("error", err))
 		w.disp.notify(err)
 	}
 	w.consumer.delete()
@@ -144,7 +146,7 @@ func (w *Watcher) backoff(attempt int, err error) (stop bool, final error) {
 		return true, perr
 	}
 	wait := min(100*time.Millisecond<<min(attempt, 5), 2*time.Second)
-	w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: retrying", slog.String("bucket", w.spec.Bucket),
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: retrying", slog.String("bucket", w.bucket),
 		slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
 	if !sleep(w.ctx, wait) {
 		return true, nil

@@ -77,7 +77,7 @@ func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete
 	}
 	if !complete {
 		w.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "kvwatch: the bucket is written faster than the catch-up's seal reads it: the tail finishes it, exact only eventually",
-			slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", plan.from), slog.Uint64("stream_at", end))
+			slog.String("bucket", w.bucket), slog.Uint64("revision", plan.from), slog.Uint64("stream_at", end))
 	}
 	return end, complete, nil
 }
@@ -118,7 +118,7 @@ func (w *Watcher) bridge() {
 		plan.exact = false
 	}
 	if err != nil {
-		w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: reading without a consumer", slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+		w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: reading without a consumer", slog.String("bucket", w.bucket), slog.Any("error", err))
 	}
 }
 
@@ -126,7 +126,7 @@ func (w *Watcher) bridge() {
 // returns the last revision read (also when a request failed: what was
 // delivered up to then) and, when cut short, where the stream had got to.
 func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete bool, err error) {
-	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
+	dg := newDirectGetter(w.js, w.directStream, w.cfg.requestTimeout)
 	if err := dg.open(ctx); err != nil {
 		return after, 0, false, err
 	}
@@ -169,7 +169,7 @@ func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64
 		switch {
 		case err != nil && w.refusedOptional():
 			w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot seal the catch-up without direct get (no permission for the stream's message API): a key overwritten during it may come just after the sync point",
-				slog.String("bucket", w.spec.Bucket), slog.Any("error", err))
+				slog.String("bucket", w.bucket), slog.Any("error", err))
 			return read, read, false, true, nil
 		case err != nil:
 			return read, read, false, false, fmt.Errorf("kvwatch: sealing the catch-up: %w", err)

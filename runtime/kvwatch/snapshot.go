@@ -59,13 +59,13 @@ func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catch
 	w.setStreamCreated(info.Created)
 	last := info.State.LastSeq
 	byConsumer := &catchUp{lastPerSubject: true, target: last, pending: true, path: pathConsumer}
-	w.directGet = info.Config.AllowDirect
+	w.learnDirectGet(info)
 	if !w.directGet {
 		return byConsumer, nil
 	}
 	res, err := w.readState(ctx, stream, w.filters, last)
 	if errors.Is(err, errNoDirectGet) {
-		w.directGet = false
+		w.noDirectGet()
 		return byConsumer, nil
 	}
 	if err != nil {
@@ -103,7 +103,7 @@ func (w *Watcher) readableStream(ctx context.Context) (jetstream.Stream, error) 
 // 1,024 keys is read as of before, the stream's last sequence when the
 // read began.
 func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (readResult, error) {
-	dg := newDirectGetter(w.js, w.stream, w.cfg.requestTimeout)
+	dg := newDirectGetter(w.js, w.directStream, w.cfg.requestTimeout)
 	if err := dg.open(ctx); err != nil {
 		return readResult{}, err
 	}

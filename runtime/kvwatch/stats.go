@@ -32,6 +32,9 @@ type Stats struct {
 	Synced bool
 	// Filters is the number of subject filters on the watcher's consumer.
 	Filters int
+	// Mirror describes the bucket's stream when it is a mirror (an edge's
+	// copy of a hub's bucket), nil otherwise.
+	Mirror *MirrorStats
 	// Consumer is the name of the watcher's consumer on the server, ""
 	// while it has none. The watcher's consumers are named
 	// kvw_<unique token>_<n>, one at a time, n counting the recreations.
@@ -71,6 +74,7 @@ func (w *Watcher) Stats() Stats {
 		Synced:         w.isSynced(),
 		Filters:        len(w.currentFilters()),
 		Consumer:       w.consumer.current(),
+		Mirror:         w.mirror.snapshot(),
 	}
 	w.state.mu.RLock()
 	s.LastRevision = w.state.revision

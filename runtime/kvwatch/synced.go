@@ -14,7 +14,7 @@ func (w *Watcher) markSynced() {
 		rev := w.revision()
 		w.stats.pending.Store(0)
 		close(w.synced)
-		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.spec.Bucket), slog.Uint64("revision", rev))
+		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.bucket), slog.Uint64("revision", rev))
 		w.syncPoint()
 		if w.cfg.onSynced != nil {
 			w.disp.call("OnSynced", &rawEntry{}, w.cfg.onSynced)

@@ -59,7 +59,7 @@ func (w *Watcher) tail() error {
 		}
 		w.stats.consumerResets.Add(1)
 		w.verifyStream = true
-		w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: recreating the consumer", slog.String("bucket", w.spec.Bucket),
+		w.cfg.logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: recreating the consumer", slog.String("bucket", w.bucket),
 			slog.String("why", broken.why), slog.Uint64("after", w.plan.from))
 		if err := w.checkStream(); err != nil {
 			return err
@@ -95,7 +95,7 @@ func (w *Watcher) sameStream(info *jetstream.StreamInfo) error {
 	case known.IsZero():
 		w.state.streamCreated = info.Created
 	case !known.Equal(info.Created):
-		return fmt.Errorf("%w: %s (stream %s was deleted and created again, its revisions start over)", ErrBucketNotFound, w.spec.Bucket, w.stream)
+		return fmt.Errorf("%w: %s (stream %s was deleted and created again, its revisions start over)", ErrBucketNotFound, w.bucket, w.stream)
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 	if info := cons.CachedInfo(); info != nil {
 		pending = info.NumPending
 	}
-	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.spec.Bucket),
+	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.bucket),
 		slog.String("consumer", w.consumer.current()), slog.Uint64("after", plan.from), slog.Uint64("pending", pending))
 	if plan.pending && (pending == 0 || plan.needsNothing()) {
 		if plan.lastPerSubject && pending == 0 {
@@ -251,7 +251,7 @@ func (w *Watcher) sealAndFinish(why string) error {
 	switch {
 	case plan.needsNothing():
 	case plan.seals < maxSealAttempts:
-		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: sealing the catch-up", slog.String("bucket", w.spec.Bucket),
+		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: sealing the catch-up", slog.String("bucket", w.bucket),
 			slog.String("why", why), slog.Uint64("after", plan.from), slog.Uint64("target", plan.target))
 		end, complete, err := w.seal(w.ctx, plan)
 		if err != nil {

@@ -1,6 +1,7 @@
 package kvwatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,11 +28,15 @@ import (
 // WaitSynced). It must not wait itself for another goroutine that calls
 // them.
 type Watcher struct {
-	js            jetstream.JetStream
-	cfg           config
-	spec          *BucketSpec
-	stream        string // "KV_" + bucket
-	subjectPrefix string // "$KV.<bucket>."
+	js     jetstream.JetStream
+	cfg    config
+	spec   *BucketSpec
+	bucket string // the bucket watched: spec.Bucket, or WithBucket's
+	stream string // "KV_" + bucket
+	// subjectPrefix is "$KV.<bucket>.", or of the origin's bucket when the
+	// stream is a mirror of a bucket named otherwise (its messages keep
+	// the origin's subjects). Set by Start, read-only after.
+	subjectPrefix string
 	// startStream is the stream as Start found it: the first read uses its
 	// info instead of asking again (see readableStream). Set before the
 	// watch goroutine starts, then only used there.
@@ -64,11 +69,20 @@ type Watcher struct {
 	plan      *catchUp
 	consumer  *tailConsumer
 	directGet bool
+	// directStream is the stream name direct gets are sent to: the
+	// watcher's, or a direct-only mirror's origin (learnDirectGet).
+	directStream string
 	// verifyStream is set after the tail broke: before the next consumer,
 	// the stream must be the one the caches come from (checkStream).
 	verifyStream bool
 	// tailStoppable mirrors stopTail != nil (see setTailStop).
 	tailStoppable bool
+	// mirror is what the watcher knows of its stream as a mirror (Stats).
+	mirror mirrorHealth
+	// bg tracks goroutines besides the event goroutine (watchMirror): the
+	// event goroutine waits for them before the watch is done.
+	bg sync.WaitGroup
+
 	// otherStream is set while a resumed watcher re-lists a stream other
 	// than its checkpoint's (the bucket was made again): the revisions of
 	// the restored entries say nothing about the stream's.
@@ -99,12 +113,18 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	for _, o := range opts {
 		o(&cfg)
 	}
+	bucket := cmp.Or(cfg.bucket, spec.Bucket)
+	if err := validBucketName(bucket); err != nil {
+		return nil, err
+	}
 	w := &Watcher{
 		js:            js,
 		cfg:           cfg,
 		spec:          spec,
-		stream:        "KV_" + spec.Bucket,
-		subjectPrefix: "$KV." + spec.Bucket + ".",
+		bucket:        bucket,
+		stream:        "KV_" + bucket,
+		directStream:  "KV_" + bucket,
+		subjectPrefix: "$KV." + bucket + ".",
 		bindings:      bindings,
 		done:          make(chan struct{}),
 		synced:        make(chan struct{}),
@@ -122,6 +142,16 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	if w.scopes, err = compileScopes(spec, w.templates); err != nil {
 		return nil, err
 	}
+	// Scope values are checked before anything is sent.
+	if _, err = w.filtersFor(scopes); err != nil {
+		return nil, err
+	}
+	stream, err := js.Stream(ctx, w.stream)
+	if err != nil {
+		return nil, w.streamErr(err)
+	}
+	w.startStream = stream
+	w.learnStream(stream.CachedInfo())
 	if w.filters, err = w.filtersFor(scopes); err != nil {
 		return nil, err
 	}
@@ -132,17 +162,13 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	if err := w.restore(); err != nil {
 		return nil, err
 	}
-	if len(w.filters) > 0 {
-		stream, err := js.Stream(ctx, w.stream)
-		if err != nil {
-			return nil, w.streamErr(err)
-		}
-		w.startStream = stream
-	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	context.AfterFunc(w.ctx, func() { w.disp.stopped.Store(true) })
+	if w.mirror.snapshot() != nil && w.cfg.mirrorStaleAfter > 0 {
+		w.bg.Go(w.watchMirror)
+	}
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: start",
-		slog.String("bucket", spec.Bucket), slog.Int("filters", len(w.filters)))
+		slog.String("bucket", w.bucket), slog.String("subjects", w.subjectPrefix+">"), slog.Int("filters", len(w.filters)))
 	go w.run()
 	return w, nil
 }
@@ -171,7 +197,7 @@ func (w *Watcher) keyPrefixes(scopes Scopes) ([]string, error) {
 func (w *Watcher) eachScopeValue(scopes Scopes, prefix string, fn func(filters []string)) error {
 	for _, v := range scopes.Values {
 		if v.Scope < 0 || v.Scope >= len(w.scopes) {
-			return fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.spec.Bucket, v.Scope)
+			return fmt.Errorf("kvwatch: bucket %s: no scope #%d", w.bucket, v.Scope)
 		}
 		fs, err := w.scopes[v.Scope].filters(prefix, v.Params)
 		if err != nil {
@@ -225,8 +251,9 @@ func (w *Watcher) onEventGoroutine() bool {
 // sorted; none when it watches nothing. The caller owns the slice.
 func (w *Watcher) Filters() []string { return slices.Clone(w.currentFilters()) }
 
-// Bucket returns the watched bucket's name.
-func (w *Watcher) Bucket() string { return w.spec.Bucket }
+// Bucket returns the watched bucket's name: the schema's, or the one
+// WithBucket gave.
+func (w *Watcher) Bucket() string { return w.bucket }
 
 // filtersFor returns the consumer filters of scopes: their subjects,
 // normalized, within the maximum count. Scope subjects are literal tokens
@@ -259,7 +286,7 @@ func (w *Watcher) checkFilterCount(filters []string) error {
 	}
 	if n > warnFilters {
 		w.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "kvwatch: many subject filters on one consumer",
-			slog.String("bucket", w.spec.Bucket), slog.Int("filters", n),
+			slog.String("bucket", w.bucket), slog.Int("filters", n),
 			slog.String("cost", "consumer creation is O(filters²) on the server: ~0.1 s at 1,000 filters, 1–2 s at 5,000 (nats-server 2.15.2)"))
 	}
 	return nil
@@ -367,7 +394,7 @@ func (w *Watcher) keyOf(subject string) (string, bool) {
 // to ErrBucketNotFound.
 func (w *Watcher) streamErr(err error) error {
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%w: %s (stream %s)", ErrBucketNotFound, w.spec.Bucket, w.stream)
+		return fmt.Errorf("%w: %s (stream %s)", ErrBucketNotFound, w.bucket, w.stream)
 	}
-	return fmt.Errorf("kvwatch: bucket %s: %w", w.spec.Bucket, err)
+	return fmt.Errorf("kvwatch: bucket %s: %w", w.bucket, err)
 }

@@ -63,6 +63,9 @@ func StartFleet(t testing.TB, cfg jetstream.KeyValueConfig, fo FleetOptions) *Fl
 	hubOpts := &server.Options{ServerName: "hub", JetStreamDomain: HubDomain}
 	hubOpts.LeafNode.Host = "127.0.0.1"
 	hubOpts.LeafNode.Port = leafPort
+	// Edges must reach the hub through their link only (Cut), not by the
+	// listen address the hub would advertise to them.
+	hubOpts.LeafNode.NoAdvertise = true
 	f := &Fleet{Hub: StartNode(t, hubOpts), Bucket: cfg}
 	_, hubJS := Connect(t, f.Hub.Server)
 	BucketWith(t, hubJS, cfg)
@@ -86,6 +89,14 @@ func StartFleet(t testing.TB, cfg jetstream.KeyValueConfig, fo FleetOptions) *Fl
 		if err != nil {
 			t.Fatalf("kvwatchtest: mirror of %s on %s: %v", cfg.Bucket, e.Domain, err)
 		}
+		// Linked: a mirror whose link is cut while it first sets up its
+		// consumer on the origin can take a long while to try again.
+		Eventually(t, 20*time.Second, "the mirror on "+e.Domain+" hearing from the hub", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+			return err == nil && s.CachedInfo().Mirror != nil && s.CachedInfo().Mirror.Active >= 0
+		})
 	}
 	return f
 }
