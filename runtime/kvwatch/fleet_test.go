@@ -3,6 +3,7 @@ package kvwatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -233,5 +234,45 @@ func TestConsumerLimitOnAnEdgeMirror(t *testing.T) {
 	err = w.WaitSynced(wctx)
 	if !errors.Is(err, kvwatch.ErrConsumerLimit) || !containsAll(err.Error(), "mirror", "KV_network", "MaxConsumers", "default_max_consumers") {
 		t.Fatalf("WaitSynced = %v, want ErrConsumerLimit naming the mirror and the fixes", err)
+	}
+}
+
+// Read-your-writes on an edge: a node writes through the mirror-bound
+// handle (to the hub) and waits with WaitRevision until its own watcher
+// has the write; the cache then holds it, every time. A write out of the
+// watcher's scopes is waited for too (the mirror must hold it), without
+// an event to wait for.
+func TestReadYourWritesOnAnEdge(t *testing.T) {
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
+	_, js := f.Edges[0].Connect(t)
+	w, routes := startOnEdge(t, js, newRecorder())
+	kv, err := js.KeyValue(context.Background(), "network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 50 {
+		want := fmt.Sprintf("v%d", i)
+		rev := put(t, kv, "vpc.a.route.r1", route{CIDR: want})
+		if err := w.WaitRevision(ctx, rev); err != nil {
+			t.Fatalf("WaitRevision(%d): %v", rev, err)
+		}
+		if got, _ := routes.Cache().Get(routeKey{VPC: "a", RouteID: "r1"}); got.CIDR != want {
+			t.Fatalf("write %d: the cache holds %q after WaitRevision, want %q", i, got.CIDR, want)
+		}
+	}
+	out := put(t, kv, "vpc.b.route.r1", route{CIDR: "out of scope"})
+	if err := w.WaitRevision(ctx, out); err != nil {
+		t.Fatalf("WaitRevision of a write out of scope: %v", err)
+	}
+	if got := w.Stats().LastRevision; got < out {
+		t.Errorf("LastRevision %d after WaitRevision(%d)", got, out)
+	}
+	// A revision the stream does not hold yet is waited for until ctx ends.
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	if err := w.WaitRevision(short, out+1000); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitRevision past the stream's end = %v, want the context's error", err)
 	}
 }

@@ -160,6 +160,8 @@ func (w *Watcher) watchMirror() {
 // origin's name.
 func (w *Watcher) learnDirectGet(info *jetstream.StreamInfo) {
 	cfg := info.Config
+	w.mu.Lock() // WaitRevision reads them from its own goroutine
+	defer w.mu.Unlock()
 	switch {
 	case cfg.AllowDirect:
 		w.directGet, w.directStream = true, w.stream
@@ -178,7 +180,9 @@ func (w *Watcher) learnDirectGet(info *jetstream.StreamInfo) {
 // and nothing waits for a direct get again until the stream's info says
 // otherwise.
 func (w *Watcher) noDirectGet() {
+	w.mu.Lock()
 	w.directGet = false
+	w.mu.Unlock()
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: no server answers direct gets on the stream: the consumer delivers the state",
 		slog.String("bucket", w.bucket), slog.String("stream", w.directStream))
 }

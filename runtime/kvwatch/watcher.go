@@ -65,7 +65,8 @@ type Watcher struct {
 	synced   chan struct{} // closed once synced
 
 	// Event goroutine only: the catch-up the tail follows (catchup.go),
-	// the one consumer, and whether the stream answers direct gets.
+	// the one consumer, and whether the stream answers direct gets (those
+	// two written under mu too: WaitRevision reads them).
 	plan      *catchUp
 	consumer  *tailConsumer
 	directGet bool

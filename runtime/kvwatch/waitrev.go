@@ -1,0 +1,106 @@
+package kvwatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// This file is read-your-writes: a node that wrote a value (a typed write
+// returns its revision) waits until its own watcher has it. Through an
+// edge's mirror that takes a moment (~1 ms, 13–17 s after the hub
+// restarted: NATS-FACTS.md), and a Get right after a Put through a
+// mirror can read the old value.
+
+// WaitRevision blocks until every change up to revision rev within the
+// watcher's scopes is in its caches (nil), ctx ends (its error), or the
+// watch ends (its error, or ErrStopped). Stats().LastRevision is then at
+// least rev.
+//
+// rev need not be in the watcher's scopes: when the watcher's stream (an
+// edge's mirror: it may lag) holds rev and has no entry in scope between
+// the watcher's revision and rev, the watcher is up to rev already, and
+// its revision is raised to it. Each check asks the stream for its state
+// and reads, by direct get, what it holds after the watcher's revision
+// (without delivering it: the tail does), every few milliseconds while
+// the answer is "not yet". From a handler, when the watcher is not up to
+// rev yet, it returns ErrInHandler: the handler runs on the goroutine that
+// applies the changes.
+func (w *Watcher) WaitRevision(ctx context.Context, rev uint64) error {
+	if w.revision() >= rev {
+		return nil
+	}
+	if w.onEventGoroutine() {
+		return ErrInHandler
+	}
+	if err := w.WaitSynced(ctx); err != nil {
+		return err
+	}
+	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		if w.revision() >= rev {
+			return nil
+		}
+		if up, err := w.upTo(ctx, rev); err == nil && up {
+			w.raiseRevision(rev)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.done:
+			if w.revision() >= rev {
+				return nil
+			}
+			return w.stoppedErr()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// upTo reports whether the watcher's stream holds revision rev and
+// nothing in the watcher's scopes after the watcher's revision up to rev:
+// every change up to rev is then applied.
+func (w *Watcher) upTo(ctx context.Context, rev uint64) (bool, error) {
+	from := w.revision()
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
+	defer cancel()
+	stream, err := w.js.Stream(ctx, w.stream)
+	if err != nil {
+		return false, err
+	}
+	if stream.CachedInfo().State.LastSeq < rev {
+		return false, nil // a mirror behind its origin
+	}
+	filters := w.currentFilters()
+	if len(filters) == 0 {
+		return true, nil
+	}
+	w.mu.Lock()
+	direct, directStream, matcher := w.directGet, w.directStream, w.scopeKeys
+	w.mu.Unlock()
+	if !direct {
+		return false, nil // the tail alone can tell
+	}
+	dg := newDirectGetter(w.js, directStream, w.cfg.requestTimeout)
+	if err := dg.open(ctx); err != nil {
+		return false, err
+	}
+	defer dg.close()
+	pendingInScope := false
+	end, err := dg.read(directGetRequest{Seq: from + 1, NextBySubj: scanSubject(w.subjectPrefix, filters), Batch: sealBatch}, func(msg *nats.Msg) {
+		if e, ok := w.directEntry(msg); ok && e.revision <= rev && matcher.matches(e.key) {
+			pendingInScope = true
+		}
+	})
+	switch {
+	case errors.Is(err, errNoResults):
+		return true, nil // nothing after the watcher's revision
+	case err != nil:
+		return false, err
+	}
+	// Not yet, while the tail has an entry in scope up to rev to apply;
+	// nor when this answer stopped short of rev (more may follow it).
+	return !pendingInScope && (end.lastSeq >= rev || end.pending == 0), nil
+}
