@@ -43,6 +43,7 @@ var scenarios = []scenario{
 	{"rescope", "add one scope to a running watcher: SetScopes vs recreating a nats.go watcher", runRescope},
 	{"read-paths", "the server's side of reading 100 scopes by direct get: in flight, halves, pinned (replies not decoded)", runReadPaths},
 	{"failover", "time from a server crash to the first event after it: kvwatch vs kv.WatchFiltered", runFailover},
+	{"fleet", "a hub and E edges with KV mirrors: consumers, memory, subscriptions and delivery latency per watcher", runFleet},
 	{"backpressure", "client memory while a handler over 100x slower than the publisher falls behind", runBackpressure},
 	{"generator", "load and generate a 100-bucket x 10-kind schema", runGenerator},
 }

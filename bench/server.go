@@ -33,6 +33,8 @@ const (
 	portEnv  = "KVWATCHGEN_BENCH_PORT"
 	// clusterEnv makes the child a node of a cluster (see clusterNode).
 	clusterEnv = "KVWATCHGEN_BENCH_CLUSTER"
+	// leafEnv makes the child a server of a fleet (see leafNode).
+	leafEnv = "KVWATCHGEN_BENCH_LEAF"
 )
 
 // Subjects the child answers.
@@ -94,9 +96,11 @@ type childServer struct {
 	port  int // 0: random
 	// cluster, when set, makes the child a node of a cluster.
 	cluster *clusterNode
-	URL     string
-	nc      *nats.Conn
-	js      jetstream.JetStream
+	// leaf, when set, makes the child a server of a fleet.
+	leaf *leafNode
+	URL  string
+	nc   *nats.Conn
+	js   jetstream.JetStream
 }
 
 // startChildOn starts this binary as a server child on port (0: random)
@@ -124,10 +128,10 @@ func startChild(c *childServer) (*childServer, error) {
 }
 
 // dial connects a client to the server at url as every client of the
-// bench connects: reconnecting forever, every 100 ms. On error nothing is
-// left open.
-func dial(url string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+// bench connects: reconnecting forever, every 100 ms, and with opts. On
+// error nothing is left open.
+func dial(url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,6 +153,9 @@ func (c *childServer) spawn() error {
 	cmd.Env = append(os.Environ(), serveEnv+"="+c.store, portEnv+"="+strconv.Itoa(c.port))
 	if c.cluster != nil {
 		cmd.Env = append(cmd.Env, clusterEnv+"="+c.cluster.env())
+	}
+	if c.leaf != nil {
+		cmd.Env = append(cmd.Env, leafEnv+"="+c.leaf.env())
 	}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -209,14 +216,14 @@ func (c *childServer) stop() {
 // mem asks the child for its memory after a GC.
 func (c *childServer) mem(ctx context.Context) (memReport, error) {
 	var r memReport
-	err := c.request(ctx, subjMem, nil, &r)
+	err := c.request(ctx, ctlSubject(subjMem, c.leaf), nil, &r)
 	return r, err
 }
 
 // load asks the child to write keys (see loadRequest).
 func (c *childServer) load(ctx context.Context, req loadRequest) (uint64, error) {
 	var r loadReply
-	if err := c.request(ctx, subjLoad, req, &r); err != nil {
+	if err := c.request(ctx, ctlSubject(subjLoad, c.leaf), req, &r); err != nil {
 		return 0, err
 	}
 	if r.Error != "" {
@@ -257,6 +264,16 @@ func serveChild(dir string) error {
 		}
 		node.configure(opts)
 	}
+	var leaf *leafNode
+	if env := os.Getenv(leafEnv); env != "" {
+		var err error
+		if leaf, err = parseLeafNode(env); err != nil {
+			return err
+		}
+		if err := leaf.configure(opts); err != nil {
+			return err
+		}
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return err
@@ -274,14 +291,14 @@ func serveChild(dir string) error {
 	if err != nil {
 		return err
 	}
-	nc.Subscribe(subjMem, func(m *nats.Msg) {
+	nc.Subscribe(ctlSubject(subjMem, leaf), func(m *nats.Msg) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		reply, _ := json.Marshal(memReport{RSSKiB: rssKiB(os.Getpid()), HeapKiB: ms.HeapInuse / 1024, Goroutines: runtime.NumGoroutine()})
 		m.Respond(reply)
 	})
-	nc.Subscribe(subjLoad, func(m *nats.Msg) {
+	nc.Subscribe(ctlSubject(subjLoad, leaf), func(m *nats.Msg) {
 		var req loadRequest
 		var reply loadReply
 		if err := json.Unmarshal(m.Data, &req); err != nil {
