@@ -28,9 +28,30 @@ type robustTopology struct {
 
 // robustEnv is a started topology.
 type robustEnv struct {
-	connect    func() jetstream.JetStream // a new connection
+	connect func() jetstream.JetStream // a new connection, where writes go
+	// connectWatcher, if set, connects watcher i (by default: connect).
+	connectWatcher func(i int) jetstream.JetStream
+	// observe, if set, connects to every server whose stream holds
+	// watchers' consumers (by default: connect).
+	observe    func() []jetstream.JetStream
 	faults     []robustFault
 	restoreAll func() // every server up again
+}
+
+// watcherConnection is the connection watcher i runs on.
+func (e *robustEnv) watcherConnection(i int) jetstream.JetStream {
+	if e.connectWatcher != nil {
+		return e.connectWatcher(i)
+	}
+	return e.connect()
+}
+
+// observers connects to every server holding watchers' consumers.
+func (e *robustEnv) observers() []jetstream.JetStream {
+	if e.observe != nil {
+		return e.observe()
+	}
+	return []jetstream.JetStream{e.connect()}
 }
 
 // robustFault injects a fault; it returns once the fault is over (a
@@ -49,6 +70,7 @@ func robustTopologies() []robustTopology {
 		{name: "server", history: 1, short: short, start: func(t *testing.T) *robustEnv { return singleServerEnv(t, 1) }},
 		{name: "server-history-64", history: 64, short: short, start: func(t *testing.T) *robustEnv { return singleServerEnv(t, 64) }},
 		{name: "cluster", history: 1, short: short + 2*time.Second, start: clusterEnv},
+		{name: "fleet", history: 1, short: short, start: fleetEnv},
 	}
 }
 
@@ -134,6 +156,42 @@ func clusterEnv(t *testing.T) *robustEnv {
 			{name: "meta leader lost", inject: func(d *robustDriver) { lose(d, c.MetaLeader()) }},
 			{name: "stream leader step-down", inject: func(d *robustDriver) {
 				nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.KV_network", nil, 5*time.Second)
+			}},
+		},
+	}
+}
+
+// fleetEnv is a hub holding the bucket and an edge holding its mirror
+// (README, Fleet scale): writes go to the hub, watcher 0 watches the hub,
+// the others the edge's mirror. Faults: the edge's link to the hub cut
+// for up to 3 s (the mirror notices an outage after 10 s of silence, so
+// these resume at once; TestEdgeWatcherSurvivesFaults takes the long
+// ones), the edge restarted.
+func fleetEnv(t *testing.T) *robustEnv {
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
+	edge := f.Edges[0]
+	hub := func() jetstream.JetStream { _, js := f.ConnectHub(t); return js }
+	onEdge := func() jetstream.JetStream { _, js := edge.Connect(t); return js }
+	return &robustEnv{
+		connect: hub,
+		connectWatcher: func(i int) jetstream.JetStream {
+			if i == 0 {
+				return hub()
+			}
+			return onEdge()
+		},
+		observe:    func() []jetstream.JetStream { return []jetstream.JetStream{hub(), onEdge()} },
+		restoreAll: func() { edge.Restore() },
+		faults: []robustFault{
+			{name: "edge link cut", inject: func(d *robustDriver) {
+				edge.Cut()
+				time.Sleep(time.Duration(200+d.rng.IntN(2800)) * time.Millisecond)
+				edge.Restore()
+			}},
+			{name: "edge restart", inject: func(d *robustDriver) {
+				d.run.healthy.Store(false)
+				edge.Restart(t)
+				d.run.healthy.Store(true)
 			}},
 		},
 	}

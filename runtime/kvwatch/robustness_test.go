@@ -24,7 +24,9 @@ import (
 // and from handlers), checkpointed, stopped, resumed and slowed down, and
 // faults are injected (a server restart on a file store; in a 3-node
 // cluster the loss of the consumer's node or of the meta leader, a stream
-// leader step-down; the bucket deleted and made again). Every watch
+// leader step-down; the bucket deleted and made again; in a fleet, two of
+// three watchers on an edge's mirror, its link to the hub cut, the edge
+// restarted). Every watch
 // guarantee of DESIGN.md §4a is then checked against the recorded history
 // of writes (robustness_check_test.go).
 //
@@ -99,9 +101,11 @@ func (r robustReport) String() string {
 
 // robustRun is the state of one run.
 type robustRun struct {
-	t        *testing.T
-	hist     *history
-	observer jetstream.JetStream
+	t    *testing.T
+	hist *history
+	// observers see the streams that hold watchers' consumers (the
+	// bucket's, and in a fleet the edge's mirror too).
+	observers []jetstream.JetStream
 	// healthy is set while no server is down: consumers must be where
 	// the watchers say.
 	healthy atomic.Bool
@@ -116,22 +120,25 @@ func (r *robustRun) violation(format string, args ...any) {
 	r.mu.Unlock()
 }
 
-// consumers returns the names of the consumers on the bucket's stream; nil
-// when the stream cannot be asked.
+// consumers returns the names of the consumers on the streams the
+// observers see (consumer names are unique across them); nil when a
+// stream cannot be asked.
 func (r *robustRun) consumers(ctx context.Context) map[string]bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	stream, err := r.observer.Stream(ctx, "KV_network")
-	if err != nil {
-		return nil
-	}
 	names := map[string]bool{}
-	lister := stream.ConsumerNames(ctx)
-	for name := range lister.Name() {
-		names[name] = true
-	}
-	if lister.Err() != nil {
-		return nil
+	for _, observer := range r.observers {
+		stream, err := observer.Stream(ctx, "KV_network")
+		if err != nil {
+			return nil
+		}
+		lister := stream.ConsumerNames(ctx)
+		for name := range lister.Name() {
+			names[name] = true
+		}
+		if lister.Err() != nil {
+			return nil
+		}
 	}
 	return names
 }
@@ -167,7 +174,7 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	t.Logf("seed %d (replay: go test ./runtime/kvwatch -run 'Robustness/%s' -robust.seed %d)", seed, topo.name, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	env := topo.start(t)
-	r := &robustRun{t: t, hist: &history{}, observer: env.connect()}
+	r := &robustRun{t: t, hist: &history{}, observers: env.observers()}
 	r.healthy.Store(true)
 	report := robustReport{runs: 1, faultsByName: map[string]int{}}
 
@@ -186,7 +193,7 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 
 	watchers := make([]*robustWatcher, 3)
 	for i := range watchers {
-		rw := &robustWatcher{id: i, js: env.connect(), run: r}
+		rw := &robustWatcher{id: i, js: env.watcherConnection(i), run: r}
 		if err := rw.start(randomScopes(rng, 8), false); err != nil {
 			t.Fatal(err)
 		}
