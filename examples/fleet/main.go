@@ -4,7 +4,12 @@
 // set of VPCs with the same watcher.
 //
 //	go run ./examples/fleet                     # on an embedded nats-server
+//	go run ./examples/fleet -edges 2            # on an embedded hub and 2 edges holding KV mirrors
 //	go run ./examples/fleet -server nats://...  # on an existing server
+//
+// With -edges the node watches the first edge's mirror of the bucket, a
+// node on every other edge watches its own, and the example ends by
+// printing the consumers on the hub (none) and on each edge (its nodes').
 //
 // On an existing server it creates bucket "network" and deletes it at the
 // end; it refuses to run when that bucket exists already, since it would
@@ -26,16 +31,15 @@ import (
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 func main() {
 	serverURL := flag.String("server", "", "NATS server URL (default: start an embedded nats-server)")
+	edges := flag.Int("edges", 0, "start an embedded hub and this many edge servers holding KV mirrors, and watch on the first edge (README, Fleet scale)")
 	flag.Parse()
 	log.SetFlags(0)
-	if err := run(*serverURL, os.Stdout); err != nil {
+	if err := run(*serverURL, *edges, os.Stdout); err != nil {
 		log.Fatalf("fleet: %v", err)
 	}
 }
@@ -45,29 +49,34 @@ var (
 	watchedVPCs = []string{"blue", "green", "red"}
 )
 
-// run is the example, printing to out.
-func run(serverURL string, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// run is the example, printing to out: on serverURL, or on embedded
+// servers (with edges > 0, a hub and that many edges).
+func run(serverURL string, edges int, out io.Writer) error {
 	external := serverURL != ""
+	switch {
+	case edges < 0:
+		return fmt.Errorf("-edges %d: want 0 (one server) or more edge servers", edges)
+	case edges > 0 && external:
+		return errors.New("-edges starts an embedded hub and its edges: it cannot be combined with -server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var topo *topology
 	if !external {
-		srv, err := startServer()
-		if err != nil {
+		var err error
+		if topo, err = startTopology(edges); err != nil {
 			return err
 		}
-		defer srv.shutdown()
-		serverURL = srv.ClientURL()
-		fmt.Fprintf(out, "embedded nats-server (JetStream) at %s\n", serverURL)
+		defer topo.shutdown()
+		serverURL = topo.hub.ClientURL()
+		fmt.Fprintln(out, topo.describe())
 	}
-	nc, err := nats.Connect(serverURL)
+	// The control plane's connection: the bucket is written at the hub.
+	nc, js, err := connect(serverURL)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	kv, err := createBucket(ctx, js, serverURL)
 	if err != nil {
 		return err
@@ -81,10 +90,23 @@ func run(serverURL string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "wrote the network state of %d VPCs: %s\n", len(allVPCs), strings.Join(allVPCs, ", "))
-	fmt.Fprintf(out, "watching %s with one watcher\n\n", strings.Join(watchedVPCs, ", "))
+
+	// The node connects to its server: the hub, or the first edge.
+	nodeJS := js
+	var fleet *edgeNodes
+	if edges > 0 {
+		if fleet, err = startEdgeNodes(ctx, topo, js, out); err != nil {
+			return err
+		}
+		defer fleet.stop()
+		nodeJS = fleet.nodeJS
+		fmt.Fprintf(out, "watching %s with one watcher, on edge1's mirror\n\n", strings.Join(watchedVPCs, ", "))
+	} else {
+		fmt.Fprintf(out, "watching %s with one watcher\n\n", strings.Join(watchedVPCs, ", "))
+	}
 
 	p := newPrinter(out)
-	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: watchedVPCs}, p.handlers())
+	w, err := fleetkv.WatchNetwork(ctx, nodeJS, fleetkv.NetworkScopes{VPC: watchedVPCs}, p.handlers())
 	if err != nil {
 		return err
 	}
@@ -94,6 +116,9 @@ func run(serverURL string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "synced: %d VPC configs, %d routes, %d firewall rules in the cache\n\n",
 		w.VPCConfigCache().Len(), w.RouteCache().Len(), w.FirewallRuleCache().Len())
+	if m := w.Stats().Mirror; m != nil {
+		fmt.Fprintf(out, "the watched stream is a mirror of %s, reached through %s; stale: %v\n\n", m.Origin, m.External, m.Stale)
+	}
 
 	last, err := changeFleet(ctx, network)
 	if err != nil {
@@ -107,6 +132,11 @@ func run(serverURL string, out io.Writer) error {
 	s := w.Stats()
 	fmt.Fprintf(out, "\nstats: %d puts, %d deletes, %d skipped (bad value or unknown key); nothing from amber or violet\n",
 		s.Puts, s.Deletes, s.DataErrors+s.UnknownKeys)
+	if fleet != nil {
+		if err := readYourWrites(ctx, topo.edges[0], w, p, out); err != nil {
+			return err
+		}
+	}
 
 	// The node now hosts amber instead of red: re-scope the running
 	// watcher. Only amber is read; red's entries leave the cache.
@@ -116,12 +146,7 @@ func run(serverURL string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "cache: %d VPC configs, %d routes, %d firewall rules\n\n",
 		w.VPCConfigCache().Len(), w.RouteCache().Len(), w.FirewallRuleCache().Len())
-	stream, err := js.Stream(ctx, "KV_network")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "consumers on KV_network: %d\n", stream.CachedInfo().State.Consumers)
-	return nil
+	return printConsumers(ctx, out, js, fleet)
 }
 
 // createBucket creates the example's bucket, "network". It refuses to use
@@ -192,35 +217,4 @@ func changeFleet(ctx context.Context, b *fleetkv.NetworkBucket) (uint64, error) 
 	}
 	return b.PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: "red"},
 		fleetkv.VPCConfig{Name: "red", CIDR: "10.3.0.0/16", Region: "eu-west-2"})
-}
-
-// embedded is a nats-server run for the example, with a temporary store.
-type embedded struct {
-	*server.Server
-	dir string
-}
-
-func startServer() (*embedded, error) {
-	dir, err := os.MkdirTemp("", "kvwatchgen-fleet-")
-	if err != nil {
-		return nil, err
-	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		os.RemoveAll(dir)
-		return nil, errors.New("embedded nats-server did not start within 10s")
-	}
-	return &embedded{Server: s, dir: dir}, nil
-}
-
-func (e *embedded) shutdown() {
-	e.Shutdown()
-	e.WaitForShutdown()
-	os.RemoveAll(e.dir)
 }

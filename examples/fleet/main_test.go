@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -17,23 +18,57 @@ import (
 // only, the bad value reported, and one consumer on the stream.
 func TestExample(t *testing.T) {
 	var out bytes.Buffer
-	if err := run("", &out); err != nil {
+	if err := run("", 0, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	checkOutput(t, out.String())
+	checkOutput(t, out.String(), "consumers on KV_network: 1", "cache: 3 VPC configs, 7 routes, 4 firewall rules")
+}
+
+// -edges 2 runs the job on a hub and two edges holding KV mirrors: the
+// node on edge1 sees what a node on the hub sees, writes through its edge
+// and reads its write after WaitRevision; the hub holds no consumer, each
+// edge its node's one.
+func TestExampleOnEdges(t *testing.T) {
+	var out bytes.Buffer
+	if err := run("", 2, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	checkOutput(t, text, "consumers on KV_network: hub 0, edge1 1, edge2 1", "cache: 3 VPC configs, 8 routes, 4 firewall rules")
+	for _, want := range []string{
+		"watching blue, green, red with one watcher, on edge1's mirror",
+		"a node on edge2 watches amber, violet (4 routes cached)",
+		"the watched stream is a mirror of KV_network, reached through $JS.hub.API; stale: false",
+		"after WaitRevision the cache holds 10.1.3.0/24 via 10.1.0.3",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q\n%s", want, text)
+		}
+	}
+}
+
+// -edges starts its own servers: with -server it is refused, as is a
+// negative count.
+func TestExampleEdgesNeedTheEmbeddedServers(t *testing.T) {
+	if err := run("nats://127.0.0.1:1", 2, io.Discard); err == nil || !strings.Contains(err.Error(), "-server") {
+		t.Errorf("-edges with -server = %v, want a refusal naming -server", err)
+	}
+	if err := run("", -1, io.Discard); err == nil || !strings.Contains(err.Error(), "-edges -1") {
+		t.Errorf("-edges -1 = %v, want a refusal", err)
+	}
 }
 
 // -server URL runs the same job on an existing server.
 func TestExampleOnExistingServer(t *testing.T) {
 	s := kvwatchtest.Server(t)
 	var out bytes.Buffer
-	if err := run(s.ClientURL(), &out); err != nil {
+	if err := run(s.ClientURL(), 0, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	if strings.Contains(out.String(), "embedded") {
 		t.Errorf("started an embedded server despite -server:\n%s", out.String())
 	}
-	checkOutput(t, out.String())
+	checkOutput(t, out.String(), "consumers on KV_network: 1", "cache: 3 VPC configs, 7 routes, 4 firewall rules")
 	// The bucket it created is gone: nothing left behind on the server.
 	_, js := kvwatchtest.Connect(t, s)
 	if _, err := js.KeyValue(context.Background(), "network"); !errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -41,11 +76,13 @@ func TestExampleOnExistingServer(t *testing.T) {
 	}
 }
 
-func checkOutput(t *testing.T, text string) {
+// checkOutput checks the story every run tells, ending with lastLine;
+// cacheLine is the cache after re-scoping.
+func checkOutput(t *testing.T, text, lastLine, cacheLine string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(text), "\n")
-	if last := lines[len(lines)-1]; last != "consumers on KV_network: 1" {
-		t.Errorf("last line = %q, want %q\n%s", last, "consumers on KV_network: 1", text)
+	if last := lines[len(lines)-1]; last != lastLine {
+		t.Errorf("last line = %q, want %q\n%s", last, lastLine, text)
 	}
 	for _, want := range []string{
 		"route     blue/r1       initial 10.1.1.0/24 via 10.1.0.1, metric 10",
@@ -66,7 +103,7 @@ func checkOutput(t *testing.T, text string) {
 		t.Fatalf("no re-scoping in the output:\n%s", text)
 	}
 	for _, l := range strings.Split(before, "\n") {
-		if strings.HasPrefix(l, "wrote") || strings.HasPrefix(l, "stats") {
+		if strings.HasPrefix(l, "wrote") || strings.HasPrefix(l, "stats") || strings.HasPrefix(l, "a node on edge") {
 			continue
 		}
 		for _, unwatched := range []string{"amber", "violet", "10.4.", "10.5."} {
@@ -78,7 +115,7 @@ func checkOutput(t *testing.T, text string) {
 	for _, want := range []string{
 		"vpc       red           live    left the watched scopes, was 10.3.0.0/16 in eu-west-2",
 		"route     amber/r9      initial 10.4.9.0/24 via 10.4.0.9, metric 90",
-		"cache: 3 VPC configs, 7 routes, 4 firewall rules",
+		cacheLine,
 	} {
 		if !strings.Contains(after, want) {
 			t.Errorf("output after re-scoping lacks %q\n%s", want, after)
@@ -105,7 +142,7 @@ func TestExampleLeavesAnExistingBucketAlone(t *testing.T) {
 	}
 	before := streamState(t, js)
 	var out bytes.Buffer
-	err := run(s.ClientURL(), &out)
+	err := run(s.ClientURL(), 0, &out)
 	if err == nil || !strings.Contains(err.Error(), `"network" already exists`) || !strings.Contains(err.Error(), "-server") {
 		t.Fatalf("run on a server with a network bucket = %v, want a refusal saying how to go on\n%s", err, out.String())
 	}
