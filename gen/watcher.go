@@ -209,7 +209,9 @@ func emitClient(f *jen.File, b *schema.Bucket) {
 		"an error, never another key.", n.Client, b.Name)))
 	f.Type().Id(n.Client).Struct(jen.Id("kv").Qual(jetstreamPath, "KeyValue"))
 	f.Line()
-	f.Comment(wrap(fmt.Sprintf("%s wraps kv, which must be bucket %s (writes to another bucket are refused).", n.NewClient, b.Name)))
+	f.Comment(wrap(fmt.Sprintf("%s wraps kv: bucket %s, or the bucket that holds its keys under a name the "+
+		"environment gives it (%s-staging; an edge server's mirror, whose writes go to the hub). Watch that "+
+		"bucket with kvwatch.WithBucket.", n.NewClient, b.Name, b.Name)))
 	f.Func().Id(n.NewClient).Params(jen.Id("kv").Qual(jetstreamPath, "KeyValue")).Op("*").Id(n.Client).Block(
 		jen.Return(jen.Op("&").Id(n.Client).Values(jen.Dict{jen.Id("kv"): jen.Id("kv")})),
 	)

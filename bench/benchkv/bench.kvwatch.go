@@ -209,8 +209,10 @@ type BenchBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewBenchBucket wraps kv, which must be bucket bench (writes to another
-// bucket are refused).
+// NewBenchBucket wraps kv: bucket bench, or the bucket that holds its keys
+// under a name the environment gives it (bench-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewBenchBucket(kv jetstream.KeyValue) *BenchBucket {
 	return &BenchBucket{kv: kv}
 }

@@ -10,7 +10,9 @@ import (
 // This file is typed access to single entries, for writers and one-off
 // reads. Keys are checked to round-trip through the kind's parser before
 // anything is sent: a struct field holding "a.b" or "*" would otherwise
-// address another key, or another tenant's.
+// address another key, or another tenant's. The bucket is the one kv
+// names, whatever the schema calls it: the schema fixes keys and types,
+// the environment the bucket's name (as WithBucket does for watchers).
 
 // KeyOf formats key and checks that it parses back to the same key.
 func KeyOf[K comparable, V any](kind *Kind[K, V], key K) (string, error) {
@@ -25,21 +27,10 @@ func KeyOf[K comparable, V any](kind *Kind[K, V], key K) (string, error) {
 	return s, nil
 }
 
-// checkBucket reports a KeyValue of another bucket than kind's.
-func checkBucket[K comparable, V any](kv jetstream.KeyValue, kind *Kind[K, V]) error {
-	if kind.Bucket != "" && kv.Bucket() != kind.Bucket {
-		return fmt.Errorf("kvwatch: %s entries live in bucket %s, not %s", kind.Name, kind.Bucket, kv.Bucket())
-	}
-	return nil
-}
-
 // Put encodes value and stores it under key, returning the new revision.
 func Put[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *Kind[K, V], key K, value V) (uint64, error) {
 	k, err := KeyOf(kind, key)
 	if err != nil {
-		return 0, err
-	}
-	if err := checkBucket(kv, kind); err != nil {
 		return 0, err
 	}
 	data, err := kind.Codec.Encode(value)
@@ -54,9 +45,6 @@ func Put[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *
 func Get[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *Kind[K, V], key K) (Item[V], error) {
 	k, err := KeyOf(kind, key)
 	if err != nil {
-		return Item[V]{}, err
-	}
-	if err := checkBucket(kv, kind); err != nil {
 		return Item[V]{}, err
 	}
 	e, err := kv.Get(ctx, k)
@@ -74,9 +62,6 @@ func Get[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *
 func Delete[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *Kind[K, V], key K) error {
 	k, err := KeyOf(kind, key)
 	if err != nil {
-		return err
-	}
-	if err := checkBucket(kv, kind); err != nil {
 		return err
 	}
 	return kv.Delete(ctx, k)

@@ -11,7 +11,8 @@ import (
 type Kind[K comparable, V any] struct {
 	// Name is the Go name of the kind, e.g. "Route"; used in errors.
 	Name string
-	// Bucket is the name of the bucket the kind belongs to.
+	// Bucket is the schema's name of the bucket the kind belongs to (the
+	// bucket watched and written may be named otherwise: WithBucket).
 	Bucket string
 	// Template is the key template, e.g. "vpc.{vpc}.route.{route_id}".
 	Template string

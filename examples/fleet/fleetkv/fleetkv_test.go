@@ -89,10 +89,6 @@ func TestGeneratedWatcher(t *testing.T) {
 			t.Errorf("PutRoute(%+v) accepted", bad)
 		}
 	}
-	other := kvwatchtest.Bucket(t, js, "other")
-	if _, err := fleetkv.NewNetworkBucket(other).PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: "a"}, fleetkv.VPCConfig{}); err == nil {
-		t.Error("writing network entries into bucket other was accepted")
-	}
 	if _, err := b.GetRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "none"}); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("GetRoute of a missing key = %v, want ErrKeyNotFound", err)
 	}
@@ -263,5 +259,51 @@ func TestGeneratedCheckpointResume(t *testing.T) {
 	}
 	if w2.Stats().Resume != "delta" {
 		t.Errorf("Resume = %q, want delta", w2.Stats().Resume)
+	}
+}
+
+// The schema fixes keys and types, not the environment: the generated
+// watcher and client work on bucket network-staging as on network, the
+// watcher with kvwatch.WithBucket, the client on the handle it is given,
+// and a write's revision is waited for with WaitRevision.
+func TestGeneratedCodeOnABucketNamedAtRunTime(t *testing.T) {
+	js := kvwatchtest.JetStream(t)
+	prod := fleetkv.NewNetworkBucket(kvwatchtest.Bucket(t, js, "network"))
+	staging := fleetkv.NewNetworkBucket(kvwatchtest.Bucket(t, js, "network-staging"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	key := fleetkv.RouteKey{VPC: "a", RouteID: "r1"}
+	if _, err := prod.PutRoute(ctx, key, fleetkv.Route{CIDR: "prod"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := staging.PutRoute(ctx, key, fleetkv.Route{CIDR: "staging"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{}, kvwatch.WithBucket("network-staging"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := w.RouteCache().Get(key); got.CIDR != "staging" {
+		t.Fatalf("cached %q after sync, want staging's value", got.CIDR)
+	}
+	rev, err := staging.PutRoute(ctx, key, fleetkv.Route{CIDR: "staging v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prod.PutRoute(ctx, key, fleetkv.Route{CIDR: "prod v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WaitRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := w.RouteCache().Get(key); got.CIDR != "staging v2" {
+		t.Errorf("cached %q after WaitRevision(%d), want staging's write", got.CIDR, rev)
+	}
+	if s := w.Stats(); s.Puts != 2 {
+		t.Errorf("%d puts delivered, want staging's 2 (none of network's)", s.Puts)
 	}
 }

@@ -486,8 +486,10 @@ type BlobsBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewBlobsBucket wraps kv, which must be bucket blobs (writes to another
-// bucket are refused).
+// NewBlobsBucket wraps kv: bucket blobs, or the bucket that holds its keys
+// under a name the environment gives it (blobs-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewBlobsBucket(kv jetstream.KeyValue) *BlobsBucket {
 	return &BlobsBucket{kv: kv}
 }

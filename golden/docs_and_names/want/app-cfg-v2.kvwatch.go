@@ -205,8 +205,10 @@ type AppConfigBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewAppConfigBucket wraps kv, which must be bucket app_cfg_v2 (writes to
-// another bucket are refused).
+// NewAppConfigBucket wraps kv: bucket app_cfg_v2, or the bucket that holds
+// its keys under a name the environment gives it (app_cfg_v2-staging; an edge
+// server's mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewAppConfigBucket(kv jetstream.KeyValue) *AppConfigBucket {
 	return &AppConfigBucket{kv: kv}
 }

@@ -312,8 +312,10 @@ type HostsBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewHostsBucket wraps kv, which must be bucket hosts (writes to another
-// bucket are refused).
+// NewHostsBucket wraps kv: bucket hosts, or the bucket that holds its keys
+// under a name the environment gives it (hosts-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewHostsBucket(kv jetstream.KeyValue) *HostsBucket {
 	return &HostsBucket{kv: kv}
 }

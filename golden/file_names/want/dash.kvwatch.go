@@ -193,8 +193,10 @@ type DashBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewDashBucket wraps kv, which must be bucket -dash (writes to another
-// bucket are refused).
+// NewDashBucket wraps kv: bucket -dash, or the bucket that holds its keys
+// under a name the environment gives it (-dash-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewDashBucket(kv jetstream.KeyValue) *DashBucket {
 	return &DashBucket{kv: kv}
 }

@@ -194,8 +194,10 @@ type EdgeWindowsBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewEdgeWindowsBucket wraps kv, which must be bucket edge_windows (writes to
-// another bucket are refused).
+// NewEdgeWindowsBucket wraps kv: bucket edge_windows, or the bucket that
+// holds its keys under a name the environment gives it (edge_windows-staging;
+// an edge server's mirror, whose writes go to the hub). Watch that bucket
+// with kvwatch.WithBucket.
 func NewEdgeWindowsBucket(kv jetstream.KeyValue) *EdgeWindowsBucket {
 	return &EdgeWindowsBucket{kv: kv}
 }

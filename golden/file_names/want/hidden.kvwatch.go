@@ -194,8 +194,10 @@ type HiddenBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewHiddenBucket wraps kv, which must be bucket _hidden (writes to another
-// bucket are refused).
+// NewHiddenBucket wraps kv: bucket _hidden, or the bucket that holds its keys
+// under a name the environment gives it (_hidden-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewHiddenBucket(kv jetstream.KeyValue) *HiddenBucket {
 	return &HiddenBucket{kv: kv}
 }

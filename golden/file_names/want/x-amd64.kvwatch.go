@@ -193,8 +193,10 @@ type XAmd64Bucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewXAmd64Bucket wraps kv, which must be bucket x_amd64 (writes to another
-// bucket are refused).
+// NewXAmd64Bucket wraps kv: bucket x_amd64, or the bucket that holds its keys
+// under a name the environment gives it (x_amd64-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewXAmd64Bucket(kv jetstream.KeyValue) *XAmd64Bucket {
 	return &XAmd64Bucket{kv: kv}
 }

@@ -194,8 +194,10 @@ type YLinuxARM64Bucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewYLinuxARM64Bucket wraps kv, which must be bucket Y_Linux_ARM64 (writes
-// to another bucket are refused).
+// NewYLinuxARM64Bucket wraps kv: bucket Y_Linux_ARM64, or the bucket that
+// holds its keys under a name the environment gives it
+// (Y_Linux_ARM64-staging; an edge server's mirror, whose writes go to the
+// hub). Watch that bucket with kvwatch.WithBucket.
 func NewYLinuxARM64Bucket(kv jetstream.KeyValue) *YLinuxARM64Bucket {
 	return &YLinuxARM64Bucket{kv: kv}
 }

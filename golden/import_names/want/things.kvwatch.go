@@ -555,8 +555,10 @@ type ThingsBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewThingsBucket wraps kv, which must be bucket things (writes to another
-// bucket are refused).
+// NewThingsBucket wraps kv: bucket things, or the bucket that holds its keys
+// under a name the environment gives it (things-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewThingsBucket(kv jetstream.KeyValue) *ThingsBucket {
 	return &ThingsBucket{kv: kv}
 }

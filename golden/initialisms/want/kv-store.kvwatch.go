@@ -210,8 +210,10 @@ type KVStoreBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewKVStoreBucket wraps kv, which must be bucket kv-store (writes to another
-// bucket are refused).
+// NewKVStoreBucket wraps kv: bucket kv-store, or the bucket that holds its
+// keys under a name the environment gives it (kv-store-staging; an edge
+// server's mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewKVStoreBucket(kv jetstream.KeyValue) *KVStoreBucket {
 	return &KVStoreBucket{kv: kv}
 }

@@ -266,8 +266,10 @@ type MetricsBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewMetricsBucket wraps kv, which must be bucket metrics (writes to another
-// bucket are refused).
+// NewMetricsBucket wraps kv: bucket metrics, or the bucket that holds its
+// keys under a name the environment gives it (metrics-staging; an edge
+// server's mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewMetricsBucket(kv jetstream.KeyValue) *MetricsBucket {
 	return &MetricsBucket{kv: kv}
 }

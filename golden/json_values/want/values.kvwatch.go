@@ -485,8 +485,10 @@ type ValuesBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewValuesBucket wraps kv, which must be bucket values (writes to another
-// bucket are refused).
+// NewValuesBucket wraps kv: bucket values, or the bucket that holds its keys
+// under a name the environment gives it (values-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewValuesBucket(kv jetstream.KeyValue) *ValuesBucket {
 	return &ValuesBucket{kv: kv}
 }

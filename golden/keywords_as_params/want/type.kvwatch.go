@@ -270,8 +270,10 @@ type TypeBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewTypeBucket wraps kv, which must be bucket type (writes to another bucket
-// are refused).
+// NewTypeBucket wraps kv: bucket type, or the bucket that holds its keys
+// under a name the environment gives it (type-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewTypeBucket(kv jetstream.KeyValue) *TypeBucket {
 	return &TypeBucket{kv: kv}
 }

@@ -333,8 +333,10 @@ type ConfigBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewConfigBucket wraps kv, which must be bucket config (writes to another
-// bucket are refused).
+// NewConfigBucket wraps kv: bucket config, or the bucket that holds its keys
+// under a name the environment gives it (config-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewConfigBucket(kv jetstream.KeyValue) *ConfigBucket {
 	return &ConfigBucket{kv: kv}
 }

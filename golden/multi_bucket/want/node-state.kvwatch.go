@@ -270,8 +270,10 @@ type NodeStateBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewNodeStateBucket wraps kv, which must be bucket node-state (writes to
-// another bucket are refused).
+// NewNodeStateBucket wraps kv: bucket node-state, or the bucket that holds
+// its keys under a name the environment gives it (node-state-staging; an edge
+// server's mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewNodeStateBucket(kv jetstream.KeyValue) *NodeStateBucket {
 	return &NodeStateBucket{kv: kv}
 }

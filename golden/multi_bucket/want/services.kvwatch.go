@@ -275,8 +275,10 @@ type ServicesBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewServicesBucket wraps kv, which must be bucket services (writes to
-// another bucket are refused).
+// NewServicesBucket wraps kv: bucket services, or the bucket that holds its
+// keys under a name the environment gives it (services-staging; an edge
+// server's mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewServicesBucket(kv jetstream.KeyValue) *ServicesBucket {
 	return &ServicesBucket{kv: kv}
 }

@@ -404,8 +404,10 @@ type NetworkBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewNetworkBucket wraps kv, which must be bucket network (writes to another
-// bucket are refused).
+// NewNetworkBucket wraps kv: bucket network, or the bucket that holds its
+// keys under a name the environment gives it (network-staging; an edge
+// server's mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewNetworkBucket(kv jetstream.KeyValue) *NetworkBucket {
 	return &NetworkBucket{kv: kv}
 }

@@ -264,8 +264,10 @@ type TreesBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewTreesBucket wraps kv, which must be bucket trees (writes to another
-// bucket are refused).
+// NewTreesBucket wraps kv: bucket trees, or the bucket that holds its keys
+// under a name the environment gives it (trees-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewTreesBucket(kv jetstream.KeyValue) *TreesBucket {
 	return &TreesBucket{kv: kv}
 }

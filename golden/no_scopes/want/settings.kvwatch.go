@@ -194,8 +194,10 @@ type SettingsBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewSettingsBucket wraps kv, which must be bucket settings (writes to
-// another bucket are refused).
+// NewSettingsBucket wraps kv: bucket settings, or the bucket that holds its
+// keys under a name the environment gives it (settings-staging; an edge
+// server's mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewSettingsBucket(kv jetstream.KeyValue) *SettingsBucket {
 	return &SettingsBucket{kv: kv}
 }

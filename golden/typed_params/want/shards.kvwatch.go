@@ -440,8 +440,10 @@ type ShardsBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewShardsBucket wraps kv, which must be bucket shards (writes to another
-// bucket are refused).
+// NewShardsBucket wraps kv: bucket shards, or the bucket that holds its keys
+// under a name the environment gives it (shards-staging; an edge server's
+// mirror, whose writes go to the hub). Watch that bucket with
+// kvwatch.WithBucket.
 func NewShardsBucket(kv jetstream.KeyValue) *ShardsBucket {
 	return &ShardsBucket{kv: kv}
 }

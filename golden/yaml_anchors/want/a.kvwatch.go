@@ -204,8 +204,9 @@ type ABucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewABucket wraps kv, which must be bucket a (writes to another bucket are
-// refused).
+// NewABucket wraps kv: bucket a, or the bucket that holds its keys under a
+// name the environment gives it (a-staging; an edge server's mirror, whose
+// writes go to the hub). Watch that bucket with kvwatch.WithBucket.
 func NewABucket(kv jetstream.KeyValue) *ABucket {
 	return &ABucket{kv: kv}
 }

@@ -194,8 +194,9 @@ type BBucket struct {
 	kv jetstream.KeyValue
 }
 
-// NewBBucket wraps kv, which must be bucket b (writes to another bucket are
-// refused).
+// NewBBucket wraps kv: bucket b, or the bucket that holds its keys under a
+// name the environment gives it (b-staging; an edge server's mirror, whose
+// writes go to the hub). Watch that bucket with kvwatch.WithBucket.
 func NewBBucket(kv jetstream.KeyValue) *BBucket {
 	return &BBucket{kv: kv}
 }
