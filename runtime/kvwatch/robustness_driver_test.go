@@ -108,8 +108,17 @@ func singleServerEnv(t *testing.T, history int) *robustEnv {
 				_, l := rw.watcher()
 				l.log.note(fmt.Sprintf("bucket deleted, epoch %d begins", d.run.hist.currentEpoch()))
 			}
-			if _, err := js.CreateKeyValue(ctx, cfg); err != nil {
-				d.run.violation("creating the bucket again: %v", err)
+			// Made again, retried for 30 s: right after a delete the server
+			// can refuse for a moment (err 10049 "error creating store for
+			// stream"), and a bucket left deleted would stop every write.
+			cctx, cancelCreate := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancelCreate()
+			for _, err := js.CreateKeyValue(cctx, cfg); err != nil; _, err = js.CreateKeyValue(cctx, cfg) {
+				if cctx.Err() != nil {
+					d.run.violation("creating the bucket again: %v", err)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}},
 	}

@@ -125,7 +125,16 @@ type writer struct {
 	gate  *sync.RWMutex
 	next  int    // a counter for fresh keys and message ids
 	runID string // unique to the writer: message ids never repeat
+	// fail reports a write the bucket did not take within writeBound
+	// while the run went on; the writer then stops, so that the run ends
+	// (with that report) instead of waiting for it forever.
+	fail   func(string)
+	failed bool
 }
+
+// writeBound is how long a write is retried while the run goes on: far
+// longer than any fault of the run lasts.
+const writeBound = time.Minute
 
 // key returns a random key: a route (most), a VPC config, now and then a
 // fresh route or a key no template matches.
@@ -190,7 +199,7 @@ const writesPerSecond = 600
 // up to 40 in flight at once, about writesPerSecond in all.
 func (wr *writer) run(ctx context.Context) {
 	start, written := time.Now(), 0
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !wr.failed {
 		if ahead := time.Duration(written)*time.Second/writesPerSecond - time.Since(start); ahead > 0 {
 			sleep(ctx, ahead)
 		}
@@ -238,6 +247,8 @@ func (wr *writer) send(ctx context.Context, batch []hwrite) {
 		// once the run is over, for 10 s more, so that a write that was
 		// stored is recorded.
 		deadline := time.Now().Add(10 * time.Second)
+		since := time.Now()
+		var err error
 		for ack == nil {
 			if ctx.Err() != nil && time.Now().After(deadline) {
 				panic(fmt.Sprintf("robustness: write %s (%s) never acknowledged: the history would be incomplete", w.key, ids[i]))
@@ -245,9 +256,15 @@ func (wr *writer) send(ctx context.Context, batch []hwrite) {
 			if ctx.Err() == nil {
 				deadline = time.Now().Add(10 * time.Second)
 			}
+			if time.Since(since) > writeBound {
+				wr.fail(fmt.Sprintf("writer %s: write %s (%s) not acknowledged in %v while the run went on (last error: %v); the writer stops",
+					wr.runID, w.key, ids[i], writeBound, err))
+				wr.failed = true
+				return
+			}
 			time.Sleep(50 * time.Millisecond)
 			actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			ack, _ = wr.js.PublishMsg(actx, w.msg(ids[i]))
+			ack, err = wr.js.PublishMsg(actx, w.msg(ids[i]))
 			cancel()
 		}
 		w.epoch, w.rev = epoch, ack.Sequence

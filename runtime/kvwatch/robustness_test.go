@@ -183,7 +183,8 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	gate := &sync.RWMutex{}
 	var writers []*writer
 	for i := range 2 {
-		wr := &writer{js: env.connect(), hist: r.hist, rng: rand.New(rand.NewPCG(seed, uint64(10+i))), vpcs: 8, gate: gate, runID: fmt.Sprintf("%d-%d", seed, i)}
+		wr := &writer{js: env.connect(), hist: r.hist, rng: rand.New(rand.NewPCG(seed, uint64(10+i))), vpcs: 8, gate: gate,
+			runID: fmt.Sprintf("%d-%d", seed, i), fail: func(msg string) { r.violation("%s", msg) }}
 		writers = append(writers, wr)
 		bg.Go(func() { wr.run(ctx) })
 	}
