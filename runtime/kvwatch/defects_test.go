@@ -286,3 +286,57 @@ func TestSetScopesAfterAConsumerReset(t *testing.T) {
 		t.Fatalf("SetScopes after a reset: %v", err)
 	}
 }
+
+// A purge that rolled up a put the watcher never saw is still a write to
+// deliver. The robustness test's long run found a SetScopes catch-up
+// dropping one (history 64: purge delivered, put, purge rolling the put
+// up, then a live delete; the second purge never came): entries of a
+// catch-up are flagged Initial, and an Initial delete of a key the caches
+// did not hold was taken for a deleted key of a state read, which is
+// nothing to deliver. A delta (flagged Initial too) shows it at once:
+// the key, absent at the checkpoint, is put and purged meanwhile, the
+// put rolled up; the delta must deliver the purge. A state read still
+// delivers no delete of a key it does not hold.
+func TestACatchUpDeliversADeleteOfAKeyItDidNotHold(t *testing.T) {
+	js := kvwatchtest.JetStream(t)
+	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", History: 64})
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "kept"})
+	put(t, kv, "vpc.a.route.gone", route{CIDR: "deleted before the checkpoint"})
+	if err := kv.Delete(context.Background(), "vpc.a.route.gone"); err != nil {
+		t.Fatal(err)
+	}
+	cp := checkpointOf(t, js, vpcs("a"))
+
+	put(t, kv, "vpc.a.route.k", route{CIDR: "rolled up"})
+	if err := kv.Purge(context.Background(), "vpc.a.route.k"); err != nil {
+		t.Fatal(err)
+	}
+	got, w := resumeEvents(t, js, vpcs("a"), cp)
+	if w.Stats().Resume != "delta" {
+		t.Fatalf("resumed by %q, want a delta", w.Stats().Resume)
+	}
+	if want := []string{"purge vpc.a.route.k prev= unknown=false"}; !slices.Equal(got, want) {
+		t.Errorf("the delta delivered %q, want %q", got, want)
+	}
+
+	// A fresh watcher reads the state, by direct get and, without it, by
+	// its consumer (the last entry per key): neither deleted key is in it,
+	// and neither delete is an event.
+	for _, direct := range []bool{true, false} {
+		if !direct {
+			disableDirectGet(t, js)
+		}
+		r := newRecorder()
+		w, _, _ := startCached(t, js, vpcs("a"), r)
+		events, _ := r.snapshot()
+		for _, e := range events {
+			if e.Op != kvwatch.OpPut {
+				t.Errorf("a fresh read (%s) delivered %s %s", w.Stats().InitialState, e.Op, e.Key)
+			}
+		}
+		if len(events) != 1 {
+			t.Errorf("a fresh read (%s) delivered %d events, want 1: %+v", w.Stats().InitialState, len(events), events)
+		}
+		w.Stop()
+	}
+}

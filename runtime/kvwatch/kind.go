@@ -112,6 +112,12 @@ type rawEntry struct {
 	// ordered is set for entries read in stream order (from the
 	// consumer): applying one advances the watcher's revision.
 	ordered bool
+	// state is set for an entry that is its key's newest as a state is
+	// read (a consumer delivering the last entry per subject), not a
+	// change: a delete there is a key absent from the state, nothing to
+	// deliver when the caches do not hold it. Any other delete is a write
+	// and is delivered (a purge may have rolled up the put before it).
+	state bool
 }
 
 // prepared is an entry typed and decoded, ready to commit: preparing
@@ -224,8 +230,8 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 	w.commitRevisionLocked(e)
 	w.state.mu.Unlock()
 
-	if unchanged || (e.op != OpPut && e.initial && !had) {
-		return // nothing changed, or a delete of a key the state never had
+	if unchanged || (e.op != OpPut && e.state && !had) {
+		return // nothing changed, or a key absent from the state read
 	}
 	b.stats.count(e.op)
 	if b.handler == nil {

@@ -155,6 +155,13 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 	if info := cons.CachedInfo(); info != nil {
 		pending = info.NumPending
 	}
+	// A consumer delivering the last entry per key delivers the state
+	// first: its first pending messages (counted at its creation), then
+	// changes.
+	var stateEntries uint64
+	if plan.lastPerSubject {
+		stateEntries = pending
+	}
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.bucket),
 		slog.String("consumer", w.consumer.current()), slog.Uint64("after", plan.from), slog.Uint64("pending", pending))
 	if plan.pending && (pending == 0 || plan.needsNothing()) {
@@ -226,6 +233,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			created:  time.Unix(0, meta.timestamp),
 			initial:  plan.initialEntry(key),
 			ordered:  true,
+			state:    meta.consumerSeq <= stateEntries,
 		})
 		plan.applied(rev)
 		if plan.pending && (plan.reached() || meta.pending == 0) {
