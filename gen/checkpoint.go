@@ -23,8 +23,8 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 		g.Comment("StreamCreated identifies the bucket's stream: a recreated bucket is re-listed.")
 		g.Id("StreamCreated").Qual("time", "Time")
 		for _, k := range b.Kinds {
-			g.Comment(fmt.Sprintf("%s holds the %s entries, sorted by key.", k.GoName, k.GoName))
-			g.Id(k.GoName).Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value))
+			g.Comment(fmt.Sprintf("%s holds the %s entries, sorted by key.", k.Names.CheckpointField, k.GoName))
+			g.Id(k.Names.CheckpointField).Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value))
 		}
 	})
 	f.Line()
@@ -41,7 +41,7 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 			jen.Id("StreamCreated"): jen.Id("cp").Dot("StreamCreated"),
 		}
 		for i, k := range b.Kinds {
-			fields[jen.Id(k.GoName)] = jen.Id("cp").Dot("Kinds").Index(jen.Lit(i)).Assert(
+			fields[jen.Id(k.Names.CheckpointField)] = jen.Id("cp").Dot("Kinds").Index(jen.Lit(i)).Assert(
 				jen.Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value)))
 		}
 		g.Return(jen.Id(n.Checkpoint).Values(fields), jen.Nil())
@@ -54,7 +54,7 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 	f.Func().Params(jen.Id("cp").Id(n.Checkpoint)).Id("Resume").Params().Add(rt("Option")).BlockFunc(func(g *jen.Group) {
 		var kinds []jen.Code
 		for _, k := range b.Kinds {
-			kinds = append(kinds, jen.Id("cp").Dot(k.GoName))
+			kinds = append(kinds, jen.Id("cp").Dot(k.Names.CheckpointField))
 		}
 		g.Return(rt("Resume").Call(rt("Checkpoint").Values(jen.Dict{
 			jen.Id("Revision"):      jen.Id("cp").Dot("Revision"),

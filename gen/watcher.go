@@ -37,7 +37,7 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 		g.Id("All").Bool()
 		for _, s := range b.Scopes {
 			g.Comment(wrapIndented(scopeFieldDoc(s)))
-			g.Id(s.GoName).Add(scopeFieldType(s))
+			g.Id(s.Field).Add(scopeFieldType(s))
 		}
 	})
 	f.Line()
@@ -54,9 +54,9 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 			}
 			switch len(s.Prefix.Params) {
 			case 0:
-				g.If(jen.Id("s").Dot(s.GoName)).Block(value())
+				g.If(jen.Id("s").Dot(s.Field)).Block(value())
 			case 1:
-				g.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("s").Dot(s.GoName)).Block(
+				g.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("s").Dot(s.Field)).Block(
 					value(paramString(s.Prefix.Params[0], jen.Id("v"))),
 				)
 			default:
@@ -64,7 +64,7 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 				for _, p := range s.Prefix.Params {
 					params = append(params, paramString(p, jen.Id("v").Dot(p.GoName)))
 				}
-				g.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("s").Dot(s.GoName)).Block(value(params...))
+				g.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("s").Dot(s.Field)).Block(value(params...))
 			}
 		}
 		g.Return(jen.Id("out"))
@@ -85,15 +85,15 @@ func scopeFieldType(s *schema.Scope) jen.Code {
 func scopeFieldDoc(s *schema.Scope) string {
 	switch len(s.Prefix.Params) {
 	case 0:
-		return fmt.Sprintf("%s watches the entries under %q.", s.GoName, s.Prefix.Raw)
+		return fmt.Sprintf("%s watches the entries under %q.", s.Field, s.Prefix.Raw)
 	case 1:
-		return fmt.Sprintf("%s watches the entries under %q, for each listed %s.", s.GoName, s.Prefix.Raw, s.Prefix.Params[0].Name)
+		return fmt.Sprintf("%s watches the entries under %q, for each listed %s.", s.Field, s.Prefix.Raw, s.Prefix.Params[0].Name)
 	}
 	var names []string
 	for _, p := range s.Prefix.Params {
 		names = append(names, p.Name)
 	}
-	return fmt.Sprintf("%s watches the entries under %q, for each listed (%s).", s.GoName, s.Prefix.Raw, strings.Join(names, ", "))
+	return fmt.Sprintf("%s watches the entries under %q, for each listed (%s).", s.Field, s.Prefix.Raw, strings.Join(names, ", "))
 }
 
 // emitHandlers writes the handlers struct.

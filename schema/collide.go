@@ -13,9 +13,12 @@ import (
 // external types) is the single place where names are made.
 
 // producer is what made a name, for the error that reports a collision.
+// A fixed producer is a member the generator defines whatever the schema
+// says (a key's String method, the handlers' OnSynced).
 type producer struct {
-	what string
-	pos  Pos
+	what  string
+	pos   Pos
+	fixed bool
 }
 
 // namespace records names and reports the second producer of a name.
@@ -32,10 +35,34 @@ func (l *loader) namespace(scope string) *namespace {
 
 func (ns *namespace) add(name, what string, p Pos) {
 	if prev, ok := ns.names[name]; ok {
-		ns.l.collide(collision{ns: ns, first: prev, second: producer{what, p}}, name)
+		ns.l.collide(collision{ns: ns, first: prev, second: producer{what: what, pos: p}}, name)
 		return
 	}
 	ns.names[name] = producer{what: what, pos: p}
+}
+
+// fixed records a member the generator defines in every such namespace.
+// Fixed members are recorded before the schema's names.
+func (ns *namespace) fixed(name, what string, p Pos) {
+	ns.names[name] = producer{what: what, pos: p, fixed: true}
+}
+
+// claim records name for a schema-made member and returns the name to
+// emit. A name taken by a fixed member gets "_" appended, as protobuf-go
+// does for a field named like a generated method: one rename, and only
+// one candidate, so nothing is ambiguous and a schema shared with other
+// languages needs no Go-only renames. A name taken by another of the
+// schema's names, or whose "_" form is taken too, is a collision: which
+// one to rename is the author's choice.
+func (ns *namespace) claim(name, what string, p Pos) string {
+	if prev, ok := ns.names[name]; ok && prev.fixed {
+		if _, taken := ns.names[name+"_"]; !taken {
+			ns.names[name+"_"] = producer{what: what, pos: p}
+			return name + "_"
+		}
+	}
+	ns.add(name, what, p)
+	return name
 }
 
 // collision is two producers of one or more names in a namespace.
@@ -102,19 +129,18 @@ func (l *loader) assignNames(s *Schema) {
 			pkg.add(name, what, b.Pos)
 		}
 		handlers := l.namespace("struct " + b.Names.Handlers)
-		handlers.add("OnSynced", "the synced handler", b.Pos)
-		handlers.add("OnError", "the error handler", b.Pos)
+		handlers.fixed("OnSynced", "the synced handler", b.Pos)
+		handlers.fixed("OnError", "the error handler", b.Pos)
 		watcher := l.namespace("struct " + b.Names.Watcher)
-		watcher.add("Watcher", "the embedded *kvwatch.Watcher", b.Pos)
-		watcher.add("SetScopes", "its SetScopes method", b.Pos)
-		watcher.add("Checkpoint", "its Checkpoint method", b.Pos)
+		for _, m := range []string{"Watcher", "SetScopes", "Checkpoint"} {
+			watcher.fixed(m, "the watcher's "+m, b.Pos)
+		}
 		client := l.namespace("type " + b.Names.Client)
-		client.add("KeyValue", "its KeyValue method", b.Pos)
+		client.fixed("KeyValue", "its KeyValue method", b.Pos)
 		checkpoint := l.namespace("struct " + b.Names.Checkpoint)
-		checkpoint.add("Revision", "the checkpoint's revision", b.Pos)
-		checkpoint.add("Filters", "the checkpoint's filters", b.Pos)
-		checkpoint.add("StreamCreated", "the checkpoint's stream identity", b.Pos)
-		checkpoint.add("Resume", "its Resume method", b.Pos)
+		for _, m := range []string{"Revision", "Filters", "StreamCreated", "Resume"} {
+			checkpoint.fixed(m, "the checkpoint's "+m, b.Pos)
+		}
 		for _, k := range b.Kinds {
 			n := k.GoName
 			k.Names = KindNames{
@@ -127,25 +153,25 @@ func (l *loader) assignNames(s *Schema) {
 			for _, name := range []string{k.Names.Key, k.Names.Parse, k.Names.Event, k.Names.KindVar, k.Names.Template} {
 				pkg.add(name, kwhat, k.Pos)
 			}
-			handlers.add(k.Names.Handler, kwhat, k.Pos)
-			watcher.add(k.Names.Cache, kwhat, k.Pos)
+			k.Names.Handler = handlers.claim(k.Names.Handler, kwhat, k.Pos)
+			k.Names.Cache = watcher.claim(k.Names.Cache, kwhat, k.Pos)
 			watcher.add(k.Names.CacheField, kwhat, k.Pos)
-			checkpoint.add(k.GoName, kwhat, k.Pos)
-			for _, name := range []string{k.Names.Put, k.Names.Get, k.Names.Delete} {
-				client.add(name, kwhat, k.Pos)
-			}
+			k.Names.CheckpointField = checkpoint.claim(k.GoName, kwhat, k.Pos)
+			k.Names.Put = client.claim(k.Names.Put, kwhat, k.Pos)
+			k.Names.Get = client.claim(k.Names.Get, kwhat, k.Pos)
+			k.Names.Delete = client.claim(k.Names.Delete, kwhat, k.Pos)
 			key := l.namespace("struct " + k.Names.Key)
-			key.add("String", "its String method", k.Pos)
+			key.fixed("String", "its String method", k.Pos)
 			for _, p := range k.Template.Params {
-				key.add(p.GoName, fmt.Sprintf("parameter {%s}", p.Name), k.Template.Pos)
+				p.GoName = key.claim(p.GoName, fmt.Sprintf("parameter {%s}", p.Name), k.Template.Pos)
 			}
 		}
 		scopes := l.namespace("struct " + b.Names.Scopes)
-		scopes.add("All", "the whole-bucket switch", b.Pos)
-		scopes.add("KVWatchScopes", "its KVWatchScopes method", b.Pos)
+		scopes.fixed("All", "the whole-bucket switch", b.Pos)
+		scopes.fixed("KVWatchScopes", "its KVWatchScopes method", b.Pos)
 		for _, sc := range b.Scopes {
 			swhat := fmt.Sprintf("scope %s", sc.GoName)
-			scopes.add(sc.GoName, swhat, sc.Pos)
+			sc.Field = scopes.claim(sc.GoName, swhat, sc.Pos)
 			if len(sc.Prefix.Params) > 1 {
 				sc.Struct = g + sc.GoName + "Scope"
 				pkg.add(sc.Struct, swhat, sc.Pos)

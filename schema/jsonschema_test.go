@@ -17,7 +17,7 @@ import (
 // them, so an editor flags them as you type) and those only kvwatchgen can
 // see (references, overlaps, collisions: valid shape).
 var shapeVerdicts = map[string]string{
-	"codecs": "valid", "docs_and_names": "valid", "external_types": "valid", "fleet": "valid",
+	"codecs": "valid", "docs_and_names": "valid", "external_types": "valid", "fleet": "valid", "generated_member_names": "valid",
 	"initialisms": "valid", "int_scopes": "valid", "keywords_as_params": "valid", "literal_keys": "valid",
 	"multi_bucket": "valid", "nested_scopes": "valid", "nested_types": "valid", "no_scopes": "valid",
 	"typed_params": "valid", "yaml_anchors": "valid", "file_names": "valid", "import_names": "valid",

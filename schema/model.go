@@ -81,6 +81,10 @@ type KindNames struct {
 	Delete     string //
 	KindVar    string // kvwNetworkRouteKind: the runtime's kind description
 	Template   string // kvwNetworkRouteTemplate: the compiled key template
+	// CheckpointField is the field of the bucket's Checkpoint holding the
+	// kind's entries: the kind's Go name, or with "_" appended where that
+	// is a member the generator defines (a kind Revision).
+	CheckpointField string
 }
 
 // Codec is how values are stored.
@@ -132,6 +136,10 @@ const (
 // key templates.
 type Scope struct {
 	GoName string
+	// Field is the scope's field in the bucket's Scopes struct: GoName,
+	// or with "_" appended where that is a member the generator defines
+	// (a scope All).
+	Field  string
 	Prefix *Template // its params carry the types of the templates
 	// Struct is the Go struct type of one value of a scope with several
 	// parameters (NetworkNodeScope), "" for other scopes.
