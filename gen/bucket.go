@@ -78,9 +78,9 @@ func emitKey(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 				jen.List(jen.Id("k").Dot(p.GoName), jen.Err()).Op("=").Add(rt(parse)).Call(jen.Id("p").Index(jen.Lit(i))),
 				jen.Err().Op("!=").Nil(),
 			).Block(
-				jen.Return(jen.Id(n.Key).Values(), jen.Op("&").Add(rt("ParamError")).Values(jen.Dict{
-					jen.Id("Key"): jen.Id("key"), jen.Id("Param"): jen.Lit(p.Name), jen.Id("Err"): jen.Err(),
-				})),
+				jen.Return(jen.Id(n.Key).Values(), jen.Op("&").Add(rt("ParamError")).Add(keyed(
+					field{"Key", jen.Id("key")}, field{"Param", jen.Lit(p.Name)}, field{"Err", jen.Err()},
+				))),
 			)
 		}
 		g.Return(jen.Id("k"), jen.Nil())
@@ -155,31 +155,31 @@ func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 	f.Type().Id(n.Event).Op("=").Add(rt("Event")).Types(jen.Id(n.Key), value)
 	f.Line()
 	f.Comment(wrap(fmt.Sprintf("%s describes %s entries to the runtime.", n.KindVar, k.GoName)))
-	fields := jen.Dict{
-		jen.Id("Name"):      jen.Lit(k.GoName),
-		jen.Id("Bucket"):    jen.Lit(b.Name),
-		jen.Id("Template"):  jen.Lit(k.Template.Raw),
-		jen.Id("ParseKey"):  jen.Id(n.Parse),
-		jen.Id("FormatKey"): jen.Id(n.Key).Dot("String"),
-		jen.Id("Codec"):     codec(k),
+	fields := []field{
+		{"Name", jen.Lit(k.GoName)},
+		{"Bucket", jen.Lit(b.Name)},
+		{"Template", jen.Lit(k.Template.Raw)},
+		{"ParseKey", jen.Id(n.Parse)},
+		{"FormatKey", jen.Id(n.Key).Dot("String")},
+		{"Codec", codec(k)},
 	}
 	if clone := kindClone(k); clone != nil {
-		fields[jen.Id("Clone")] = clone
+		fields = append(fields, field{"Clone", clone})
 	}
-	f.Var().Id(n.KindVar).Op("=").Add(rt("Kind")).Types(jen.Id(n.Key), value).Values(fields)
+	f.Var().Id(n.KindVar).Op("=").Add(rt("Kind")).Types(jen.Id(n.Key), value).Add(keyed(fields...))
 	f.Line()
 }
 
 // emitSpec writes the runtime description of the bucket.
 func emitSpec(f *jen.File, b *schema.Bucket) {
 	f.Comment(wrap(fmt.Sprintf("%s describes bucket %s to the runtime.", b.Names.Spec, b.Name)))
-	f.Var().Id(b.Names.Spec).Op("=").Add(rt("BucketSpec")).Values(jen.Dict{
-		jen.Id("Bucket"): jen.Lit(b.Name),
-		jen.Id("Scopes"): jen.Index().Add(rt("ScopeSpec")).ValuesFunc(func(g *jen.Group) {
+	f.Var().Id(b.Names.Spec).Op("=").Add(rt("BucketSpec")).Add(keyed(
+		field{"Bucket", jen.Lit(b.Name)},
+		field{"Scopes", jen.Index().Add(rt("ScopeSpec")).ValuesFunc(func(g *jen.Group) {
 			for _, s := range b.Scopes {
-				g.Values(jen.Dict{jen.Id("Name"): jen.Lit(s.GoName), jen.Id("Prefix"): jen.Lit(s.Prefix.Raw)})
+				g.Add(keyed(field{"Name", jen.Lit(s.GoName)}, field{"Prefix", jen.Lit(s.Prefix.Raw)}))
 			}
-		}),
-	})
+		})},
+	))
 	f.Line()
 }

@@ -35,16 +35,16 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("Checkpoint").Params().Params(jen.Id(n.Checkpoint), jen.Error()).BlockFunc(func(g *jen.Group) {
 		g.List(jen.Id("cp"), jen.Err()).Op(":=").Id("w").Dot("Watcher").Dot("Checkpoint").Call()
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id(n.Checkpoint).Values(), jen.Err()))
-		fields := jen.Dict{
-			jen.Id("Revision"):      jen.Id("cp").Dot("Revision"),
-			jen.Id("Filters"):       jen.Id("cp").Dot("Filters"),
-			jen.Id("StreamCreated"): jen.Id("cp").Dot("StreamCreated"),
+		fields := []field{
+			{"Revision", jen.Id("cp").Dot("Revision")},
+			{"Filters", jen.Id("cp").Dot("Filters")},
+			{"StreamCreated", jen.Id("cp").Dot("StreamCreated")},
 		}
 		for i, k := range b.Kinds {
-			fields[jen.Id(k.Names.CheckpointField)] = jen.Id("cp").Dot("Kinds").Index(jen.Lit(i)).Assert(
-				jen.Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value)))
+			fields = append(fields, field{k.Names.CheckpointField, jen.Id("cp").Dot("Kinds").Index(jen.Lit(i)).Assert(
+				jen.Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value)))})
 		}
-		g.Return(jen.Id(n.Checkpoint).Values(fields), jen.Nil())
+		g.Return(jen.Id(n.Checkpoint).Add(keyed(fields...)), jen.Nil())
 	})
 	f.Line()
 
@@ -56,12 +56,12 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 		for _, k := range b.Kinds {
 			kinds = append(kinds, jen.Id("cp").Dot(k.Names.CheckpointField))
 		}
-		g.Return(rt("Resume").Call(rt("Checkpoint").Values(jen.Dict{
-			jen.Id("Revision"):      jen.Id("cp").Dot("Revision"),
-			jen.Id("Filters"):       jen.Id("cp").Dot("Filters"),
-			jen.Id("StreamCreated"): jen.Id("cp").Dot("StreamCreated"),
-			jen.Id("Kinds"):         jen.Index().Any().Values(kinds...),
-		})))
+		g.Return(rt("Resume").Call(rt("Checkpoint").Add(keyed(
+			field{"Revision", jen.Id("cp").Dot("Revision")},
+			field{"Filters", jen.Id("cp").Dot("Filters")},
+			field{"StreamCreated", jen.Id("cp").Dot("StreamCreated")},
+			field{"Kinds", jen.Index().Any().Values(kinds...)},
+		))))
 	})
 	f.Line()
 }

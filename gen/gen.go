@@ -163,7 +163,7 @@ func codec(k *schema.Kind) jen.Code {
 		return rt("Binary").Types(v, jen.Op("*").Add(v)).Values()
 	}
 	if fast := fastDecoder(k.Value); fast != nil {
-		return rt("JSON").Types(v).Values(jen.Dict{jen.Id("Fast"): fast})
+		return rt("JSON").Types(v).Add(keyed(field{"Fast", fast}))
 	}
 	return rt("JSON").Types(v).Values()
 }

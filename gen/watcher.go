@@ -44,13 +44,13 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 
 	f.Comment(wrap("KVWatchScopes converts s for the runtime; with it a cache lists by scope (kvwatch.Cache.In)."))
 	f.Func().Params(jen.Id("s").Id(n.Scopes)).Id("KVWatchScopes").Params().Add(rt("Scopes")).BlockFunc(func(g *jen.Group) {
-		g.Id("out").Op(":=").Add(rt("Scopes")).Values(jen.Dict{jen.Id("All"): jen.Id("s").Dot("All")})
+		g.Id("out").Op(":=").Add(rt("Scopes")).Add(keyed(field{"All", jen.Id("s").Dot("All")}))
 		for i, s := range b.Scopes {
 			value := func(params ...jen.Code) jen.Code {
-				return jen.Id("out").Dot("Values").Op("=").Append(jen.Id("out").Dot("Values"), rt("ScopeValue").Values(jen.Dict{
-					jen.Id("Scope"):  jen.Lit(i),
-					jen.Id("Params"): jen.Index().String().Values(params...),
-				}))
+				return jen.Id("out").Dot("Values").Op("=").Append(jen.Id("out").Dot("Values"), rt("ScopeValue").Add(keyed(
+					field{"Scope", jen.Lit(i)},
+					field{"Params", jen.Index().String().Values(params...)},
+				)))
 			}
 			switch len(s.Prefix.Params) {
 			case 0:
@@ -162,8 +162,8 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 		jen.Id("opts").Op("...").Add(rt("Option")),
 	).Params(jen.Op("*").Id(n.Watcher), jen.Error()).BlockFunc(func(g *jen.Group) {
 		var bindings []jen.Code
-		for i, k := range b.Kinds {
-			id := fmt.Sprintf("b%d", i)
+		for _, k := range b.Kinds {
+			id := bindingVar(k)
 			g.Id(id).Op(":=").Add(rt("Bind")).Call(jen.Op("&").Id(k.Names.KindVar), jen.Id("h").Dot(k.Names.Handler))
 			bindings = append(bindings, jen.Id(id))
 		}
@@ -176,11 +176,11 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 			jen.Index().Add(rt("AnyBinding")).Values(bindings...), jen.Id("opts").Op("..."),
 		)
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
-		fields := jen.Dict{jen.Id("Watcher"): jen.Id("w")}
-		for i, k := range b.Kinds {
-			fields[jen.Id(k.Names.CacheField)] = jen.Id(fmt.Sprintf("b%d", i)).Dot("Cache").Call()
+		fields := []field{{"Watcher", jen.Id("w")}}
+		for _, k := range b.Kinds {
+			fields = append(fields, field{k.Names.CacheField, jen.Id(bindingVar(k)).Dot("Cache").Call()})
 		}
-		g.Return(jen.Op("&").Id(n.Watcher).Values(fields), jen.Nil())
+		g.Return(jen.Op("&").Id(n.Watcher).Add(keyed(fields...)), jen.Nil())
 	})
 	f.Line()
 }
@@ -213,7 +213,7 @@ func emitClient(f *jen.File, b *schema.Bucket) {
 		"environment gives it (%s-staging; an edge server's mirror, whose writes go to the hub). Watch that "+
 		"bucket with kvwatch.WithBucket.", n.NewClient, b.Name, b.Name)))
 	f.Func().Id(n.NewClient).Params(jen.Id("kv").Qual(jetstreamPath, "KeyValue")).Op("*").Id(n.Client).Block(
-		jen.Return(jen.Op("&").Id(n.Client).Values(jen.Dict{jen.Id("kv"): jen.Id("kv")})),
+		jen.Return(jen.Op("&").Id(n.Client).Add(keyed(field{"kv", jen.Id("kv")}))),
 	)
 	f.Line()
 	f.Comment("KeyValue returns the wrapped bucket.")
@@ -243,3 +243,8 @@ func emitClient(f *jen.File, b *schema.Bucket) {
 		f.Line()
 	}
 }
+
+// bindingVar names the local variable of a kind's binding in the Watch
+// function: "bind" and the kind's Go name, which no parameter of the
+// function (ctx, js, scopes, h, opts) or result (w, err) can equal.
+func bindingVar(k *schema.Kind) string { return "bind" + k.GoName }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // This file names the packages of external types. Generated code refers to
@@ -15,8 +16,9 @@ import (
 // identifier.
 
 // localNames are the identifiers generated code declares inside functions:
-// receivers, parameters and variables. b0, b1, ... are declared too (one
-// binding per kind; see IsLocalName).
+// receivers, parameters and variables. bindRoute, bindVPCConfig, ... are
+// declared too ("bind" and a kind's Go name: one binding per kind; see
+// IsLocalName).
 var localNames = []string{"_", "b", "cp", "ctx", "err", "h", "i", "js", "k", "key", "kv", "opts", "out", "p", "r", "s", "scopes", "seen", "v", "w"}
 
 // ownImports are the packages generated code imports itself. An external
@@ -39,11 +41,8 @@ func IsLocalName(name string) bool {
 	if slices.Contains(localNames, name) {
 		return true
 	}
-	if n, ok := strings.CutPrefix(name, "b"); ok && n != "" {
-		_, err := strconv.ParseUint(n, 10, 64)
-		return err == nil
-	}
-	return false
+	n, ok := strings.CutPrefix(name, "bind")
+	return ok && n != "" && unicode.IsUpper([]rune(n)[0])
 }
 
 // reservedImportName reports whether an external package may not be

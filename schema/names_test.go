@@ -116,7 +116,7 @@ buckets:
       - {name: D, key: d, value: net/netip.Addr}
       - {name: E, key: e, value: time.Duration}
       - {name: F, key: f, value: example.com/yaml/v3.T}
-      - {name: G, key: g, value: example.com/b0.T}
+      - {name: G, key: g, value: example.com/kv.T}
       - {name: H, key: h, value: example.com/Go-Any.T}
       - {name: I, key: i, value: example.com/jetstream.T}
       - {name: J, key: j, value: math/rand/v2.T}
@@ -133,9 +133,9 @@ buckets:
 	want := []string{
 		"example.com/9=pkg,true",
 		"example.com/Go-Any=goany,true",
-		"example.com/b0=b0pkg,true",
 		"example.com/cp=cppkg,true",
 		"example.com/jetstream=jetstreampkg,true",
+		"example.com/kv=kvpkg,true",
 		"example.com/x/v=vpkg,true",
 		"example.com/x/v2pkg=v2pkg,true",
 		"example.com/y/v=vpkg2,true",

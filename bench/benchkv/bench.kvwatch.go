@@ -47,13 +47,13 @@ type ItemEvent = kvwatch.Event[ItemKey, Item]
 
 // kvwBenchItemKind describes Item entries to the runtime.
 var kvwBenchItemKind = kvwatch.Kind[ItemKey, Item]{
-	Bucket:    "bench",
-	Clone:     kvwCloneItem,
-	Codec:     kvwatch.JSON[Item]{Fast: kvwDecodeItem},
-	FormatKey: ItemKey.String,
 	Name:      "Item",
-	ParseKey:  ParseItemKey,
+	Bucket:    "bench",
 	Template:  "p.{p}.item.{id}",
+	ParseKey:  ParseItemKey,
+	FormatKey: ItemKey.String,
+	Codec:     kvwatch.JSON[Item]{Fast: kvwDecodeItem},
+	Clone:     kvwCloneItem,
 }
 
 // kvwBenchSpec describes bucket bench to the runtime.
@@ -85,8 +85,8 @@ func (s BenchScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Prefix {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -136,15 +136,15 @@ func (w *BenchWatcher) ItemCache() *kvwatch.Cache[ItemKey, Item] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchBench(ctx context.Context, js jetstream.JetStream, scopes BenchScopes, h BenchHandlers, opts ...kvwatch.Option) (*BenchWatcher, error) {
-	b0 := kvwatch.Bind(&kvwBenchItemKind, h.OnItem)
+	bindItem := kvwatch.Bind(&kvwBenchItemKind, h.OnItem)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBenchSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwBenchSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &BenchWatcher{
 		Watcher:   w,
-		cacheItem: b0.Cache(),
+		cacheItem: bindItem.Cache(),
 	}, nil
 }
 
@@ -182,10 +182,10 @@ func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
 		return BenchCheckpoint{}, err
 	}
 	return BenchCheckpoint{
-		Filters:       cp.Filters,
-		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Item]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Item]),
 	}, nil
 }
 
@@ -195,10 +195,10 @@ func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp BenchCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Item},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Item},
 	})
 }
 

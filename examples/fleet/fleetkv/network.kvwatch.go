@@ -48,13 +48,13 @@ type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 
 // kvwNetworkVPCConfigKind describes VPCConfig entries to the runtime.
 var kvwNetworkVPCConfigKind = kvwatch.Kind[VPCConfigKey, VPCConfig]{
-	Bucket:    "network",
-	Clone:     kvwCloneVPCConfig,
-	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
-	FormatKey: VPCConfigKey.String,
 	Name:      "VPCConfig",
-	ParseKey:  ParseVPCConfigKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}",
+	ParseKey:  ParseVPCConfigKey,
+	FormatKey: VPCConfigKey.String,
+	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
+	Clone:     kvwCloneVPCConfig,
 }
 
 // RouteKey is the key of a Route entry of bucket network:
@@ -96,13 +96,13 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 
 // kvwNetworkRouteKind describes Route entries to the runtime.
 var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
-	Bucket:    "network",
-	Clone:     kvwCloneRoute,
-	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
-	FormatKey: RouteKey.String,
 	Name:      "Route",
-	ParseKey:  ParseRouteKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}",
+	ParseKey:  ParseRouteKey,
+	FormatKey: RouteKey.String,
+	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
+	Clone:     kvwCloneRoute,
 }
 
 // FirewallRuleKey is the key of a FirewallRule entry of bucket network:
@@ -133,9 +133,9 @@ func ParseFirewallRuleKey(key string) (FirewallRuleKey, error) {
 	var err error
 	if k.Priority, err = kvwatch.ParseUintParam(p[1]); err != nil {
 		return FirewallRuleKey{}, &kvwatch.ParamError{
-			Err:   err,
 			Key:   key,
 			Param: "priority",
+			Err:   err,
 		}
 	}
 	return k, nil
@@ -154,12 +154,12 @@ type FirewallRuleEvent = kvwatch.Event[FirewallRuleKey, FirewallRule]
 
 // kvwNetworkFirewallRuleKind describes FirewallRule entries to the runtime.
 var kvwNetworkFirewallRuleKind = kvwatch.Kind[FirewallRuleKey, FirewallRule]{
-	Bucket:    "network",
-	Codec:     kvwatch.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
-	FormatKey: FirewallRuleKey.String,
 	Name:      "FirewallRule",
-	ParseKey:  ParseFirewallRuleKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}.firewall.{priority:uint}",
+	ParseKey:  ParseFirewallRuleKey,
+	FormatKey: FirewallRuleKey.String,
+	Codec:     kvwatch.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.
@@ -191,8 +191,8 @@ func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -265,19 +265,19 @@ func (w *NetworkWatcher) FirewallRuleCache() *kvwatch.Cache[FirewallRuleKey, Fir
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkScopes, h NetworkHandlers, opts ...kvwatch.Option) (*NetworkWatcher, error) {
-	b0 := kvwatch.Bind(&kvwNetworkVPCConfigKind, h.OnVPCConfig)
-	b1 := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
-	b2 := kvwatch.Bind(&kvwNetworkFirewallRuleKind, h.OnFirewallRule)
+	bindVPCConfig := kvwatch.Bind(&kvwNetworkVPCConfigKind, h.OnVPCConfig)
+	bindRoute := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
+	bindFirewallRule := kvwatch.Bind(&kvwNetworkFirewallRuleKind, h.OnFirewallRule)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindVPCConfig, bindRoute, bindFirewallRule}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NetworkWatcher{
 		Watcher:           w,
-		cacheFirewallRule: b2.Cache(),
-		cacheRoute:        b1.Cache(),
-		cacheVPCConfig:    b0.Cache(),
+		cacheVPCConfig:    bindVPCConfig.Cache(),
+		cacheRoute:        bindRoute.Cache(),
+		cacheFirewallRule: bindFirewallRule.Cache(),
 	}, nil
 }
 
@@ -319,12 +319,12 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		return NetworkCheckpoint{}, err
 	}
 	return NetworkCheckpoint{
-		Filters:       cp.Filters,
-		FirewallRule:  cp.Kinds[2].([]kvwatch.Entry[FirewallRuleKey, FirewallRule]),
 		Revision:      cp.Revision,
-		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, Route]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 		VPCConfig:     cp.Kinds[0].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
+		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, Route]),
+		FirewallRule:  cp.Kinds[2].([]kvwatch.Entry[FirewallRuleKey, FirewallRule]),
 	}, nil
 }
 
@@ -334,10 +334,10 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.VPCConfig, cp.Route, cp.FirewallRule},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.VPCConfig, cp.Route, cp.FirewallRule},
 	})
 }
 

@@ -46,12 +46,12 @@ type TextEvent = kvwatch.Event[TextKey, string]
 
 // kvwBlobsTextKind describes Text entries to the runtime.
 var kvwBlobsTextKind = kvwatch.Kind[TextKey, string]{
-	Bucket:    "blobs",
-	Codec:     kvwatch.String{},
-	FormatKey: TextKey.String,
 	Name:      "Text",
-	ParseKey:  ParseTextKey,
+	Bucket:    "blobs",
 	Template:  "text.{id}",
+	ParseKey:  ParseTextKey,
+	FormatKey: TextKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // BlobKey is the key of a Blob entry of bucket blobs: "blob.{id}". Its fields
@@ -88,15 +88,15 @@ type BlobEvent = kvwatch.Event[BlobKey, []byte]
 
 // kvwBlobsBlobKind describes Blob entries to the runtime.
 var kvwBlobsBlobKind = kvwatch.Kind[BlobKey, []byte]{
-	Bucket: "blobs",
+	Name:      "Blob",
+	Bucket:    "blobs",
+	Template:  "blob.{id}",
+	ParseKey:  ParseBlobKey,
+	FormatKey: BlobKey.String,
+	Codec:     kvwatch.Bytes{},
 	Clone: func(v []byte) []byte {
 		return slices.Clone(v)
 	},
-	Codec:     kvwatch.Bytes{},
-	FormatKey: BlobKey.String,
-	Name:      "Blob",
-	ParseKey:  ParseBlobKey,
-	Template:  "blob.{id}",
 }
 
 // PrefixKey is the key of a Prefix entry of bucket blobs: "prefix.{id}". Its
@@ -133,13 +133,13 @@ type PrefixEvent = kvwatch.Event[PrefixKey, netip.Prefix]
 
 // kvwBlobsPrefixKind describes Prefix entries to the runtime.
 var kvwBlobsPrefixKind = kvwatch.Kind[PrefixKey, netip.Prefix]{
-	Bucket:    "blobs",
-	Clone:     kvwatch.CodecClone(kvwatch.Text[netip.Prefix, *netip.Prefix]{}),
-	Codec:     kvwatch.Text[netip.Prefix, *netip.Prefix]{},
-	FormatKey: PrefixKey.String,
 	Name:      "Prefix",
-	ParseKey:  ParsePrefixKey,
+	Bucket:    "blobs",
 	Template:  "prefix.{id}",
+	ParseKey:  ParsePrefixKey,
+	FormatKey: PrefixKey.String,
+	Codec:     kvwatch.Text[netip.Prefix, *netip.Prefix]{},
+	Clone:     kvwatch.CodecClone(kvwatch.Text[netip.Prefix, *netip.Prefix]{}),
 }
 
 // StampKey is the key of a Stamp entry of bucket blobs: "stamp.{id}". Its
@@ -176,12 +176,12 @@ type StampEvent = kvwatch.Event[StampKey, time.Time]
 
 // kvwBlobsStampKind describes Stamp entries to the runtime.
 var kvwBlobsStampKind = kvwatch.Kind[StampKey, time.Time]{
-	Bucket:    "blobs",
-	Codec:     kvwatch.Binary[time.Time, *time.Time]{},
-	FormatKey: StampKey.String,
 	Name:      "Stamp",
-	ParseKey:  ParseStampKey,
+	Bucket:    "blobs",
 	Template:  "stamp.{id}",
+	ParseKey:  ParseStampKey,
+	FormatKey: StampKey.String,
+	Codec:     kvwatch.Binary[time.Time, *time.Time]{},
 }
 
 // AddrKey is the key of a Addr entry of bucket blobs: "addr.{id}". Its fields
@@ -218,13 +218,13 @@ type AddrEvent = kvwatch.Event[AddrKey, netip.Addr]
 
 // kvwBlobsAddrKind describes Addr entries to the runtime.
 var kvwBlobsAddrKind = kvwatch.Kind[AddrKey, netip.Addr]{
-	Bucket:    "blobs",
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
-	Codec:     kvwatch.JSON[netip.Addr]{},
-	FormatKey: AddrKey.String,
 	Name:      "Addr",
-	ParseKey:  ParseAddrKey,
+	Bucket:    "blobs",
 	Template:  "addr.{id}",
+	ParseKey:  ParseAddrKey,
+	FormatKey: AddrKey.String,
+	Codec:     kvwatch.JSON[netip.Addr]{},
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
 }
 
 // RawKey is the key of a Raw entry of bucket blobs: "raw.{id}". Its fields
@@ -261,15 +261,15 @@ type RawEvent = kvwatch.Event[RawKey, json.RawMessage]
 
 // kvwBlobsRawKind describes Raw entries to the runtime.
 var kvwBlobsRawKind = kvwatch.Kind[RawKey, json.RawMessage]{
-	Bucket: "blobs",
+	Name:      "Raw",
+	Bucket:    "blobs",
+	Template:  "raw.{id}",
+	ParseKey:  ParseRawKey,
+	FormatKey: RawKey.String,
+	Codec:     kvwatch.JSON[json.RawMessage]{},
 	Clone: func(v json.RawMessage) json.RawMessage {
 		return slices.Clone(v)
 	},
-	Codec:     kvwatch.JSON[json.RawMessage]{},
-	FormatKey: RawKey.String,
-	Name:      "Raw",
-	ParseKey:  ParseRawKey,
-	Template:  "raw.{id}",
 }
 
 // kvwBlobsSpec describes bucket blobs to the runtime.
@@ -388,25 +388,25 @@ func (w *BlobsWatcher) RawCache() *kvwatch.Cache[RawKey, json.RawMessage] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes, h BlobsHandlers, opts ...kvwatch.Option) (*BlobsWatcher, error) {
-	b0 := kvwatch.Bind(&kvwBlobsTextKind, h.OnText)
-	b1 := kvwatch.Bind(&kvwBlobsBlobKind, h.OnBlob)
-	b2 := kvwatch.Bind(&kvwBlobsPrefixKind, h.OnPrefix)
-	b3 := kvwatch.Bind(&kvwBlobsStampKind, h.OnStamp)
-	b4 := kvwatch.Bind(&kvwBlobsAddrKind, h.OnAddr)
-	b5 := kvwatch.Bind(&kvwBlobsRawKind, h.OnRaw)
+	bindText := kvwatch.Bind(&kvwBlobsTextKind, h.OnText)
+	bindBlob := kvwatch.Bind(&kvwBlobsBlobKind, h.OnBlob)
+	bindPrefix := kvwatch.Bind(&kvwBlobsPrefixKind, h.OnPrefix)
+	bindStamp := kvwatch.Bind(&kvwBlobsStampKind, h.OnStamp)
+	bindAddr := kvwatch.Bind(&kvwBlobsAddrKind, h.OnAddr)
+	bindRaw := kvwatch.Bind(&kvwBlobsRawKind, h.OnRaw)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBlobsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3, b4, b5}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwBlobsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindText, bindBlob, bindPrefix, bindStamp, bindAddr, bindRaw}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &BlobsWatcher{
 		Watcher:     w,
-		cacheAddr:   b4.Cache(),
-		cacheBlob:   b1.Cache(),
-		cachePrefix: b2.Cache(),
-		cacheRaw:    b5.Cache(),
-		cacheStamp:  b3.Cache(),
-		cacheText:   b0.Cache(),
+		cacheText:   bindText.Cache(),
+		cacheBlob:   bindBlob.Cache(),
+		cachePrefix: bindPrefix.Cache(),
+		cacheStamp:  bindStamp.Cache(),
+		cacheAddr:   bindAddr.Cache(),
+		cacheRaw:    bindRaw.Cache(),
 	}, nil
 }
 
@@ -454,15 +454,15 @@ func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
 		return BlobsCheckpoint{}, err
 	}
 	return BlobsCheckpoint{
-		Addr:          cp.Kinds[4].([]kvwatch.Entry[AddrKey, netip.Addr]),
-		Blob:          cp.Kinds[1].([]kvwatch.Entry[BlobKey, []byte]),
-		Filters:       cp.Filters,
-		Prefix:        cp.Kinds[2].([]kvwatch.Entry[PrefixKey, netip.Prefix]),
-		Raw:           cp.Kinds[5].([]kvwatch.Entry[RawKey, json.RawMessage]),
 		Revision:      cp.Revision,
-		Stamp:         cp.Kinds[3].([]kvwatch.Entry[StampKey, time.Time]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 		Text:          cp.Kinds[0].([]kvwatch.Entry[TextKey, string]),
+		Blob:          cp.Kinds[1].([]kvwatch.Entry[BlobKey, []byte]),
+		Prefix:        cp.Kinds[2].([]kvwatch.Entry[PrefixKey, netip.Prefix]),
+		Stamp:         cp.Kinds[3].([]kvwatch.Entry[StampKey, time.Time]),
+		Addr:          cp.Kinds[4].([]kvwatch.Entry[AddrKey, netip.Addr]),
+		Raw:           cp.Kinds[5].([]kvwatch.Entry[RawKey, json.RawMessage]),
 	}, nil
 }
 
@@ -472,10 +472,10 @@ func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp BlobsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Text, cp.Blob, cp.Prefix, cp.Stamp, cp.Addr, cp.Raw},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Text, cp.Blob, cp.Prefix, cp.Stamp, cp.Addr, cp.Raw},
 	})
 }
 

@@ -49,12 +49,12 @@ type FeatureEvent = kvwatch.Event[FeatureKey, Feature]
 
 // kvwAppConfigFeatureKind describes Feature entries to the runtime.
 var kvwAppConfigFeatureKind = kvwatch.Kind[FeatureKey, Feature]{
-	Bucket:    "app_cfg_v2",
-	Codec:     kvwatch.JSON[Feature]{Fast: kvwDecodeFeature},
-	FormatKey: FeatureKey.String,
 	Name:      "Feature",
-	ParseKey:  ParseFeatureKey,
+	Bucket:    "app_cfg_v2",
 	Template:  "feature.{flag}",
+	ParseKey:  ParseFeatureKey,
+	FormatKey: FeatureKey.String,
+	Codec:     kvwatch.JSON[Feature]{Fast: kvwDecodeFeature},
 }
 
 // kvwAppConfigSpec describes bucket app_cfg_v2 to the runtime.
@@ -132,15 +132,15 @@ func (w *AppConfigWatcher) FeatureCache() *kvwatch.Cache[FeatureKey, Feature] {
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchAppConfig(ctx context.Context, js jetstream.JetStream, scopes AppConfigScopes, h AppConfigHandlers, opts ...kvwatch.Option) (*AppConfigWatcher, error) {
-	b0 := kvwatch.Bind(&kvwAppConfigFeatureKind, h.OnFeature)
+	bindFeature := kvwatch.Bind(&kvwAppConfigFeatureKind, h.OnFeature)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwAppConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwAppConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindFeature}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &AppConfigWatcher{
 		Watcher:      w,
-		cacheFeature: b0.Cache(),
+		cacheFeature: bindFeature.Cache(),
 	}, nil
 }
 
@@ -178,10 +178,10 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 		return AppConfigCheckpoint{}, err
 	}
 	return AppConfigCheckpoint{
-		Feature:       cp.Kinds[0].([]kvwatch.Entry[FeatureKey, Feature]),
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Feature:       cp.Kinds[0].([]kvwatch.Entry[FeatureKey, Feature]),
 	}, nil
 }
 
@@ -191,10 +191,10 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp AppConfigCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Feature},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Feature},
 	})
 }
 

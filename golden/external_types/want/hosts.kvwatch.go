@@ -45,13 +45,13 @@ type HostEvent = kvwatch.Event[HostKey, Host]
 
 // kvwHostsHostKind describes Host entries to the runtime.
 var kvwHostsHostKind = kvwatch.Kind[HostKey, Host]{
-	Bucket:    "hosts",
-	Clone:     kvwCloneHost,
-	Codec:     kvwatch.JSON[Host]{Fast: kvwDecodeHost},
-	FormatKey: HostKey.String,
 	Name:      "Host",
-	ParseKey:  ParseHostKey,
+	Bucket:    "hosts",
 	Template:  "host.{name}",
+	ParseKey:  ParseHostKey,
+	FormatKey: HostKey.String,
+	Codec:     kvwatch.JSON[Host]{Fast: kvwDecodeHost},
+	Clone:     kvwCloneHost,
 }
 
 // AddressKey is the key of a Address entry of bucket hosts:
@@ -89,13 +89,13 @@ type AddressEvent = kvwatch.Event[AddressKey, netip.Addr]
 
 // kvwHostsAddressKind describes Address entries to the runtime.
 var kvwHostsAddressKind = kvwatch.Kind[AddressKey, netip.Addr]{
-	Bucket:    "hosts",
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
-	Codec:     kvwatch.JSON[netip.Addr]{},
-	FormatKey: AddressKey.String,
 	Name:      "Address",
-	ParseKey:  ParseAddressKey,
+	Bucket:    "hosts",
 	Template:  "host.{name}.addr",
+	ParseKey:  ParseAddressKey,
+	FormatKey: AddressKey.String,
+	Codec:     kvwatch.JSON[netip.Addr]{},
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
 }
 
 // LinkKey is the key of a Link entry of bucket hosts: "host.{name}.link". Its
@@ -132,13 +132,13 @@ type LinkEvent = kvwatch.Event[LinkKey, url.URL]
 
 // kvwHostsLinkKind describes Link entries to the runtime.
 var kvwHostsLinkKind = kvwatch.Kind[LinkKey, url.URL]{
-	Bucket:    "hosts",
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[url.URL]{}),
-	Codec:     kvwatch.JSON[url.URL]{},
-	FormatKey: LinkKey.String,
 	Name:      "Link",
-	ParseKey:  ParseLinkKey,
+	Bucket:    "hosts",
 	Template:  "host.{name}.link",
+	ParseKey:  ParseLinkKey,
+	FormatKey: LinkKey.String,
+	Codec:     kvwatch.JSON[url.URL]{},
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[url.URL]{}),
 }
 
 // kvwHostsSpec describes bucket hosts to the runtime.
@@ -229,19 +229,19 @@ func (w *HostsWatcher) LinkCache() *kvwatch.Cache[LinkKey, url.URL] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes, h HostsHandlers, opts ...kvwatch.Option) (*HostsWatcher, error) {
-	b0 := kvwatch.Bind(&kvwHostsHostKind, h.OnHost)
-	b1 := kvwatch.Bind(&kvwHostsAddressKind, h.OnAddress)
-	b2 := kvwatch.Bind(&kvwHostsLinkKind, h.OnLink)
+	bindHost := kvwatch.Bind(&kvwHostsHostKind, h.OnHost)
+	bindAddress := kvwatch.Bind(&kvwHostsAddressKind, h.OnAddress)
+	bindLink := kvwatch.Bind(&kvwHostsLinkKind, h.OnLink)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwHostsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwHostsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindHost, bindAddress, bindLink}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &HostsWatcher{
 		Watcher:      w,
-		cacheAddress: b1.Cache(),
-		cacheHost:    b0.Cache(),
-		cacheLink:    b2.Cache(),
+		cacheHost:    bindHost.Cache(),
+		cacheAddress: bindAddress.Cache(),
+		cacheLink:    bindLink.Cache(),
 	}, nil
 }
 
@@ -283,12 +283,12 @@ func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
 		return HostsCheckpoint{}, err
 	}
 	return HostsCheckpoint{
-		Address:       cp.Kinds[1].([]kvwatch.Entry[AddressKey, netip.Addr]),
-		Filters:       cp.Filters,
-		Host:          cp.Kinds[0].([]kvwatch.Entry[HostKey, Host]),
-		Link:          cp.Kinds[2].([]kvwatch.Entry[LinkKey, url.URL]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Host:          cp.Kinds[0].([]kvwatch.Entry[HostKey, Host]),
+		Address:       cp.Kinds[1].([]kvwatch.Entry[AddressKey, netip.Addr]),
+		Link:          cp.Kinds[2].([]kvwatch.Entry[LinkKey, url.URL]),
 	}, nil
 }
 
@@ -298,10 +298,10 @@ func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp HostsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Host, cp.Address, cp.Link},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Host, cp.Address, cp.Link},
 	})
 }
 

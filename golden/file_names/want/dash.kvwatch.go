@@ -43,12 +43,12 @@ type ItemEvent = kvwatch.Event[ItemKey, string]
 
 // kvwDashItemKind describes Item entries to the runtime.
 var kvwDashItemKind = kvwatch.Kind[ItemKey, string]{
-	Bucket:    "-dash",
-	Codec:     kvwatch.String{},
-	FormatKey: ItemKey.String,
 	Name:      "Item",
-	ParseKey:  ParseItemKey,
+	Bucket:    "-dash",
 	Template:  "item.{id}",
+	ParseKey:  ParseItemKey,
+	FormatKey: ItemKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwDashSpec describes bucket -dash to the runtime.
@@ -120,15 +120,15 @@ func (w *DashWatcher) ItemCache() *kvwatch.Cache[ItemKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchDash(ctx context.Context, js jetstream.JetStream, scopes DashScopes, h DashHandlers, opts ...kvwatch.Option) (*DashWatcher, error) {
-	b0 := kvwatch.Bind(&kvwDashItemKind, h.OnItem)
+	bindItem := kvwatch.Bind(&kvwDashItemKind, h.OnItem)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwDashSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwDashSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &DashWatcher{
 		Watcher:   w,
-		cacheItem: b0.Cache(),
+		cacheItem: bindItem.Cache(),
 	}, nil
 }
 
@@ -166,10 +166,10 @@ func (w *DashWatcher) Checkpoint() (DashCheckpoint, error) {
 		return DashCheckpoint{}, err
 	}
 	return DashCheckpoint{
-		Filters:       cp.Filters,
-		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, string]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, string]),
 	}, nil
 }
 
@@ -179,10 +179,10 @@ func (w *DashWatcher) Checkpoint() (DashCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp DashCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Item},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Item},
 	})
 }
 

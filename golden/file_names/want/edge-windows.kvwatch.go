@@ -43,12 +43,12 @@ type EdgeEvent = kvwatch.Event[EdgeKey, string]
 
 // kvwEdgeWindowsEdgeKind describes Edge entries to the runtime.
 var kvwEdgeWindowsEdgeKind = kvwatch.Kind[EdgeKey, string]{
-	Bucket:    "edge_windows",
-	Codec:     kvwatch.String{},
-	FormatKey: EdgeKey.String,
 	Name:      "Edge",
-	ParseKey:  ParseEdgeKey,
+	Bucket:    "edge_windows",
 	Template:  "edge.{id}",
+	ParseKey:  ParseEdgeKey,
+	FormatKey: EdgeKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwEdgeWindowsSpec describes bucket edge_windows to the runtime.
@@ -121,15 +121,15 @@ func (w *EdgeWindowsWatcher) EdgeCache() *kvwatch.Cache[EdgeKey, string] {
 // (*kvwatch.ScopeError); empty scopes watch nothing, with no consumer. ctx
 // bounds the whole watch: cancelling it stops the watcher like Stop does.
 func WatchEdgeWindows(ctx context.Context, js jetstream.JetStream, scopes EdgeWindowsScopes, h EdgeWindowsHandlers, opts ...kvwatch.Option) (*EdgeWindowsWatcher, error) {
-	b0 := kvwatch.Bind(&kvwEdgeWindowsEdgeKind, h.OnEdge)
+	bindEdge := kvwatch.Bind(&kvwEdgeWindowsEdgeKind, h.OnEdge)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwEdgeWindowsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwEdgeWindowsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindEdge}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &EdgeWindowsWatcher{
 		Watcher:   w,
-		cacheEdge: b0.Cache(),
+		cacheEdge: bindEdge.Cache(),
 	}, nil
 }
 
@@ -167,10 +167,10 @@ func (w *EdgeWindowsWatcher) Checkpoint() (EdgeWindowsCheckpoint, error) {
 		return EdgeWindowsCheckpoint{}, err
 	}
 	return EdgeWindowsCheckpoint{
-		Edge:          cp.Kinds[0].([]kvwatch.Entry[EdgeKey, string]),
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Edge:          cp.Kinds[0].([]kvwatch.Entry[EdgeKey, string]),
 	}, nil
 }
 
@@ -180,10 +180,10 @@ func (w *EdgeWindowsWatcher) Checkpoint() (EdgeWindowsCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp EdgeWindowsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Edge},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Edge},
 	})
 }
 

@@ -43,12 +43,12 @@ type SecretEvent = kvwatch.Event[SecretKey, string]
 
 // kvwHiddenSecretKind describes Secret entries to the runtime.
 var kvwHiddenSecretKind = kvwatch.Kind[SecretKey, string]{
-	Bucket:    "_hidden",
-	Codec:     kvwatch.String{},
-	FormatKey: SecretKey.String,
 	Name:      "Secret",
-	ParseKey:  ParseSecretKey,
+	Bucket:    "_hidden",
 	Template:  "secret.{id}",
+	ParseKey:  ParseSecretKey,
+	FormatKey: SecretKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwHiddenSpec describes bucket _hidden to the runtime.
@@ -121,15 +121,15 @@ func (w *HiddenWatcher) SecretCache() *kvwatch.Cache[SecretKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchHidden(ctx context.Context, js jetstream.JetStream, scopes HiddenScopes, h HiddenHandlers, opts ...kvwatch.Option) (*HiddenWatcher, error) {
-	b0 := kvwatch.Bind(&kvwHiddenSecretKind, h.OnSecret)
+	bindSecret := kvwatch.Bind(&kvwHiddenSecretKind, h.OnSecret)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwHiddenSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwHiddenSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindSecret}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &HiddenWatcher{
 		Watcher:     w,
-		cacheSecret: b0.Cache(),
+		cacheSecret: bindSecret.Cache(),
 	}, nil
 }
 
@@ -167,10 +167,10 @@ func (w *HiddenWatcher) Checkpoint() (HiddenCheckpoint, error) {
 		return HiddenCheckpoint{}, err
 	}
 	return HiddenCheckpoint{
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
-		Secret:        cp.Kinds[0].([]kvwatch.Entry[SecretKey, string]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Secret:        cp.Kinds[0].([]kvwatch.Entry[SecretKey, string]),
 	}, nil
 }
 
@@ -180,10 +180,10 @@ func (w *HiddenWatcher) Checkpoint() (HiddenCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp HiddenCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Secret},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Secret},
 	})
 }
 

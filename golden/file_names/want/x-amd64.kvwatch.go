@@ -43,12 +43,12 @@ type XEvent = kvwatch.Event[XKey, string]
 
 // kvwXAmd64XKind describes X entries to the runtime.
 var kvwXAmd64XKind = kvwatch.Kind[XKey, string]{
-	Bucket:    "x_amd64",
-	Codec:     kvwatch.String{},
-	FormatKey: XKey.String,
 	Name:      "X",
-	ParseKey:  ParseXKey,
+	Bucket:    "x_amd64",
 	Template:  "x.{id}",
+	ParseKey:  ParseXKey,
+	FormatKey: XKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwXAmd64Spec describes bucket x_amd64 to the runtime.
@@ -120,15 +120,15 @@ func (w *XAmd64Watcher) XCache() *kvwatch.Cache[XKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchXAmd64(ctx context.Context, js jetstream.JetStream, scopes XAmd64Scopes, h XAmd64Handlers, opts ...kvwatch.Option) (*XAmd64Watcher, error) {
-	b0 := kvwatch.Bind(&kvwXAmd64XKind, h.OnX)
+	bindX := kvwatch.Bind(&kvwXAmd64XKind, h.OnX)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwXAmd64Spec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwXAmd64Spec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindX}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &XAmd64Watcher{
 		Watcher: w,
-		cacheX:  b0.Cache(),
+		cacheX:  bindX.Cache(),
 	}, nil
 }
 
@@ -166,8 +166,8 @@ func (w *XAmd64Watcher) Checkpoint() (XAmd64Checkpoint, error) {
 		return XAmd64Checkpoint{}, err
 	}
 	return XAmd64Checkpoint{
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 		X:             cp.Kinds[0].([]kvwatch.Entry[XKey, string]),
 	}, nil
@@ -179,10 +179,10 @@ func (w *XAmd64Watcher) Checkpoint() (XAmd64Checkpoint, error) {
 // takes ownership of cp's entries.
 func (cp XAmd64Checkpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.X},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.X},
 	})
 }
 

@@ -43,12 +43,12 @@ type YEvent = kvwatch.Event[YKey, string]
 
 // kvwYLinuxARM64YKind describes Y entries to the runtime.
 var kvwYLinuxARM64YKind = kvwatch.Kind[YKey, string]{
-	Bucket:    "Y_Linux_ARM64",
-	Codec:     kvwatch.String{},
-	FormatKey: YKey.String,
 	Name:      "Y",
-	ParseKey:  ParseYKey,
+	Bucket:    "Y_Linux_ARM64",
 	Template:  "y.{id}",
+	ParseKey:  ParseYKey,
+	FormatKey: YKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwYLinuxARM64Spec describes bucket Y_Linux_ARM64 to the runtime.
@@ -121,15 +121,15 @@ func (w *YLinuxARM64Watcher) YCache() *kvwatch.Cache[YKey, string] {
 // (*kvwatch.ScopeError); empty scopes watch nothing, with no consumer. ctx
 // bounds the whole watch: cancelling it stops the watcher like Stop does.
 func WatchYLinuxARM64(ctx context.Context, js jetstream.JetStream, scopes YLinuxARM64Scopes, h YLinuxARM64Handlers, opts ...kvwatch.Option) (*YLinuxARM64Watcher, error) {
-	b0 := kvwatch.Bind(&kvwYLinuxARM64YKind, h.OnY)
+	bindY := kvwatch.Bind(&kvwYLinuxARM64YKind, h.OnY)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwYLinuxARM64Spec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwYLinuxARM64Spec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindY}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &YLinuxARM64Watcher{
 		Watcher: w,
-		cacheY:  b0.Cache(),
+		cacheY:  bindY.Cache(),
 	}, nil
 }
 
@@ -167,8 +167,8 @@ func (w *YLinuxARM64Watcher) Checkpoint() (YLinuxARM64Checkpoint, error) {
 		return YLinuxARM64Checkpoint{}, err
 	}
 	return YLinuxARM64Checkpoint{
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 		Y:             cp.Kinds[0].([]kvwatch.Entry[YKey, string]),
 	}, nil
@@ -180,10 +180,10 @@ func (w *YLinuxARM64Watcher) Checkpoint() (YLinuxARM64Checkpoint, error) {
 // takes ownership of cp's entries.
 func (cp YLinuxARM64Checkpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Y},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Y},
 	})
 }
 

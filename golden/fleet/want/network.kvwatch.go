@@ -48,13 +48,13 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 
 // kvwNetworkRouteKind describes Route entries to the runtime.
 var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
-	Bucket:    "network",
-	Clone:     kvwCloneRoute,
-	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
-	FormatKey: RouteKey.String,
 	Name:      "Route",
-	ParseKey:  ParseRouteKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}",
+	ParseKey:  ParseRouteKey,
+	FormatKey: RouteKey.String,
+	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
+	Clone:     kvwCloneRoute,
 }
 
 // VPCConfigKey is the key of a VPCConfig entry of bucket network:
@@ -93,12 +93,12 @@ type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 
 // kvwNetworkVPCConfigKind describes VPCConfig entries to the runtime.
 var kvwNetworkVPCConfigKind = kvwatch.Kind[VPCConfigKey, VPCConfig]{
-	Bucket:    "network",
-	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
-	FormatKey: VPCConfigKey.String,
 	Name:      "VPCConfig",
-	ParseKey:  ParseVPCConfigKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}",
+	ParseKey:  ParseVPCConfigKey,
+	FormatKey: VPCConfigKey.String,
+	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.
@@ -130,8 +130,8 @@ func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -194,17 +194,17 @@ func (w *NetworkWatcher) VPCConfigCache() *kvwatch.Cache[VPCConfigKey, VPCConfig
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkScopes, h NetworkHandlers, opts ...kvwatch.Option) (*NetworkWatcher, error) {
-	b0 := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
-	b1 := kvwatch.Bind(&kvwNetworkVPCConfigKind, h.OnVPCConfig)
+	bindRoute := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
+	bindVPCConfig := kvwatch.Bind(&kvwNetworkVPCConfigKind, h.OnVPCConfig)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindRoute, bindVPCConfig}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NetworkWatcher{
 		Watcher:        w,
-		cacheRoute:     b0.Cache(),
-		cacheVPCConfig: b1.Cache(),
+		cacheRoute:     bindRoute.Cache(),
+		cacheVPCConfig: bindVPCConfig.Cache(),
 	}, nil
 }
 
@@ -244,10 +244,10 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		return NetworkCheckpoint{}, err
 	}
 	return NetworkCheckpoint{
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
-		Route:         cp.Kinds[0].([]kvwatch.Entry[RouteKey, Route]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Route:         cp.Kinds[0].([]kvwatch.Entry[RouteKey, Route]),
 		VPCConfig:     cp.Kinds[1].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
 	}, nil
 }
@@ -258,10 +258,10 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Route, cp.VPCConfig},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Route, cp.VPCConfig},
 	})
 }
 

@@ -43,12 +43,12 @@ type StrEvent = kvwatch.Event[StrKey, string]
 
 // kvwAppStrKind describes Str entries to the runtime.
 var kvwAppStrKind = kvwatch.Kind[StrKey, string]{
-	Bucket:    "app",
-	Codec:     kvwatch.String{},
-	FormatKey: StrKey.String,
 	Name:      "Str",
-	ParseKey:  ParseStrKey,
+	Bucket:    "app",
 	Template:  "str.{string}",
+	ParseKey:  ParseStrKey,
+	FormatKey: StrKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // SyncedKey is the key of a Synced entry of bucket app: "synced.{id}". Its
@@ -85,12 +85,12 @@ type SyncedEvent = kvwatch.Event[SyncedKey, string]
 
 // kvwAppSyncedKind describes Synced entries to the runtime.
 var kvwAppSyncedKind = kvwatch.Kind[SyncedKey, string]{
-	Bucket:    "app",
-	Codec:     kvwatch.String{},
-	FormatKey: SyncedKey.String,
 	Name:      "Synced",
-	ParseKey:  ParseSyncedKey,
+	Bucket:    "app",
 	Template:  "synced.{id}",
+	ParseKey:  ParseSyncedKey,
+	FormatKey: SyncedKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // ErrorKey is the key of a Error entry of bucket app: "error.{id}". Its
@@ -127,12 +127,12 @@ type ErrorEvent = kvwatch.Event[ErrorKey, string]
 
 // kvwAppErrorKind describes Error entries to the runtime.
 var kvwAppErrorKind = kvwatch.Kind[ErrorKey, string]{
-	Bucket:    "app",
-	Codec:     kvwatch.String{},
-	FormatKey: ErrorKey.String,
 	Name:      "Error",
-	ParseKey:  ParseErrorKey,
+	Bucket:    "app",
 	Template:  "error.{id}",
+	ParseKey:  ParseErrorKey,
+	FormatKey: ErrorKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // RevisionKey is the key of a Revision entry of bucket app: "revision.{id}".
@@ -169,12 +169,12 @@ type RevisionEvent = kvwatch.Event[RevisionKey, string]
 
 // kvwAppRevisionKind describes Revision entries to the runtime.
 var kvwAppRevisionKind = kvwatch.Kind[RevisionKey, string]{
-	Bucket:    "app",
-	Codec:     kvwatch.String{},
-	FormatKey: RevisionKey.String,
 	Name:      "Revision",
-	ParseKey:  ParseRevisionKey,
+	Bucket:    "app",
 	Template:  "revision.{id}",
+	ParseKey:  ParseRevisionKey,
+	FormatKey: RevisionKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwAppSpec describes bucket app to the runtime.
@@ -207,8 +207,8 @@ func (s AppScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.All_ {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -288,21 +288,21 @@ func (w *AppWatcher) RevisionCache() *kvwatch.Cache[RevisionKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchApp(ctx context.Context, js jetstream.JetStream, scopes AppScopes, h AppHandlers, opts ...kvwatch.Option) (*AppWatcher, error) {
-	b0 := kvwatch.Bind(&kvwAppStrKind, h.OnStr)
-	b1 := kvwatch.Bind(&kvwAppSyncedKind, h.OnSynced_)
-	b2 := kvwatch.Bind(&kvwAppErrorKind, h.OnError_)
-	b3 := kvwatch.Bind(&kvwAppRevisionKind, h.OnRevision)
+	bindStr := kvwatch.Bind(&kvwAppStrKind, h.OnStr)
+	bindSynced := kvwatch.Bind(&kvwAppSyncedKind, h.OnSynced_)
+	bindError := kvwatch.Bind(&kvwAppErrorKind, h.OnError_)
+	bindRevision := kvwatch.Bind(&kvwAppRevisionKind, h.OnRevision)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwAppSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwAppSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindStr, bindSynced, bindError, bindRevision}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &AppWatcher{
 		Watcher:       w,
-		cacheError:    b2.Cache(),
-		cacheRevision: b3.Cache(),
-		cacheStr:      b0.Cache(),
-		cacheSynced:   b1.Cache(),
+		cacheStr:      bindStr.Cache(),
+		cacheSynced:   bindSynced.Cache(),
+		cacheError:    bindError.Cache(),
+		cacheRevision: bindRevision.Cache(),
 	}, nil
 }
 
@@ -346,13 +346,13 @@ func (w *AppWatcher) Checkpoint() (AppCheckpoint, error) {
 		return AppCheckpoint{}, err
 	}
 	return AppCheckpoint{
-		Error:         cp.Kinds[2].([]kvwatch.Entry[ErrorKey, string]),
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
-		Revision_:     cp.Kinds[3].([]kvwatch.Entry[RevisionKey, string]),
-		Str:           cp.Kinds[0].([]kvwatch.Entry[StrKey, string]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Str:           cp.Kinds[0].([]kvwatch.Entry[StrKey, string]),
 		Synced:        cp.Kinds[1].([]kvwatch.Entry[SyncedKey, string]),
+		Error:         cp.Kinds[2].([]kvwatch.Entry[ErrorKey, string]),
+		Revision_:     cp.Kinds[3].([]kvwatch.Entry[RevisionKey, string]),
 	}, nil
 }
 
@@ -362,10 +362,10 @@ func (w *AppWatcher) Checkpoint() (AppCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp AppCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Str, cp.Synced, cp.Error, cp.Revision_},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Str, cp.Synced, cp.Error, cp.Revision_},
 	})
 }
 

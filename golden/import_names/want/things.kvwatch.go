@@ -49,19 +49,19 @@ type VsEvent = kvwatch.Event[VsKey, []vpkg2.T]
 
 // kvwThingsVsKind describes Vs entries to the runtime.
 var kvwThingsVsKind = kvwatch.Kind[VsKey, []vpkg2.T]{
-	Bucket: "things",
+	Name:      "Vs",
+	Bucket:    "things",
+	Template:  "v.{id}",
+	ParseKey:  ParseVsKey,
+	FormatKey: VsKey.String,
+	Codec: kvwatch.JSON[[]vpkg2.T]{Fast: func(r *kvwatch.JSONReader, p *[]vpkg2.T) {
+		kvwatch.JSONSlice(r, p, kvwatch.JSONValue[vpkg2.T])
+	}},
 	Clone: func(v []vpkg2.T) []vpkg2.T {
 		return kvwatch.CloneSlice(v, func(v vpkg2.T) vpkg2.T {
 			return kvwatch.CloneJSON(v)
 		})
 	},
-	Codec: kvwatch.JSON[[]vpkg2.T]{Fast: func(r *kvwatch.JSONReader, p *[]vpkg2.T) {
-		kvwatch.JSONSlice(r, p, kvwatch.JSONValue[vpkg2.T])
-	}},
-	FormatKey: VsKey.String,
-	Name:      "Vs",
-	ParseKey:  ParseVsKey,
-	Template:  "v.{id}",
 }
 
 // CPKey is the key of a CP entry of bucket things: "cp.{id}". Its fields are
@@ -98,13 +98,13 @@ type CPEvent = kvwatch.Event[CPKey, cppkg.T]
 
 // kvwThingsCPKind describes CP entries to the runtime.
 var kvwThingsCPKind = kvwatch.Kind[CPKey, cppkg.T]{
-	Bucket:    "things",
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[cppkg.T]{}),
-	Codec:     kvwatch.JSON[cppkg.T]{},
-	FormatKey: CPKey.String,
 	Name:      "CP",
-	ParseKey:  ParseCPKey,
+	Bucket:    "things",
 	Template:  "cp.{id}",
+	ParseKey:  ParseCPKey,
+	FormatKey: CPKey.String,
+	Codec:     kvwatch.JSON[cppkg.T]{},
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[cppkg.T]{}),
 }
 
 // ErrKey is the key of a Err entry of bucket things: "err.{id}". Its fields
@@ -141,19 +141,19 @@ type ErrEvent = kvwatch.Event[ErrKey, map[string]errpkg.T]
 
 // kvwThingsErrKind describes Err entries to the runtime.
 var kvwThingsErrKind = kvwatch.Kind[ErrKey, map[string]errpkg.T]{
-	Bucket: "things",
+	Name:      "Err",
+	Bucket:    "things",
+	Template:  "err.{id}",
+	ParseKey:  ParseErrKey,
+	FormatKey: ErrKey.String,
+	Codec: kvwatch.JSON[map[string]errpkg.T]{Fast: func(r *kvwatch.JSONReader, p *map[string]errpkg.T) {
+		kvwatch.JSONMap(r, p, kvwatch.JSONValue[errpkg.T])
+	}},
 	Clone: func(v map[string]errpkg.T) map[string]errpkg.T {
 		return kvwatch.CloneMap(v, func(v errpkg.T) errpkg.T {
 			return kvwatch.CloneJSON(v)
 		})
 	},
-	Codec: kvwatch.JSON[map[string]errpkg.T]{Fast: func(r *kvwatch.JSONReader, p *map[string]errpkg.T) {
-		kvwatch.JSONMap(r, p, kvwatch.JSONValue[errpkg.T])
-	}},
-	FormatKey: ErrKey.String,
-	Name:      "Err",
-	ParseKey:  ParseErrKey,
-	Template:  "err.{id}",
 }
 
 // WKey is the key of a W entry of bucket things: "w.{id}". Its fields are key
@@ -190,13 +190,13 @@ type WEvent = kvwatch.Event[WKey, wpkg.T]
 
 // kvwThingsWKind describes W entries to the runtime.
 var kvwThingsWKind = kvwatch.Kind[WKey, wpkg.T]{
-	Bucket:    "things",
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[wpkg.T]{}),
-	Codec:     kvwatch.JSON[wpkg.T]{},
-	FormatKey: WKey.String,
 	Name:      "W",
-	ParseKey:  ParseWKey,
+	Bucket:    "things",
 	Template:  "w.{id}",
+	ParseKey:  ParseWKey,
+	FormatKey: WKey.String,
+	Codec:     kvwatch.JSON[wpkg.T]{},
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[wpkg.T]{}),
 }
 
 // AnyKey is the key of a Any entry of bucket things: "any.{id}". Its fields
@@ -233,13 +233,13 @@ type AnyEvent = kvwatch.Event[AnyKey, anypkg.T]
 
 // kvwThingsAnyKind describes Any entries to the runtime.
 var kvwThingsAnyKind = kvwatch.Kind[AnyKey, anypkg.T]{
-	Bucket:    "things",
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[anypkg.T]{}),
-	Codec:     kvwatch.JSON[anypkg.T]{},
-	FormatKey: AnyKey.String,
 	Name:      "Any",
-	ParseKey:  ParseAnyKey,
+	Bucket:    "things",
 	Template:  "any.{id}",
+	ParseKey:  ParseAnyKey,
+	FormatKey: AnyKey.String,
+	Codec:     kvwatch.JSON[anypkg.T]{},
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[anypkg.T]{}),
 }
 
 // KeyKey is the key of a Key entry of bucket things: "key.{id}". Its fields
@@ -276,13 +276,13 @@ type KeyEvent = kvwatch.Event[KeyKey, keypkg2.T]
 
 // kvwThingsKeyKind describes Key entries to the runtime.
 var kvwThingsKeyKind = kvwatch.Kind[KeyKey, keypkg2.T]{
-	Bucket:    "things",
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[keypkg2.T]{}),
-	Codec:     kvwatch.JSON[keypkg2.T]{},
-	FormatKey: KeyKey.String,
 	Name:      "Key",
-	ParseKey:  ParseKeyKey,
+	Bucket:    "things",
 	Template:  "key.{id}",
+	ParseKey:  ParseKeyKey,
+	FormatKey: KeyKey.String,
+	Codec:     kvwatch.JSON[keypkg2.T]{},
+	Clone:     kvwatch.CodecClone(kvwatch.JSON[keypkg2.T]{}),
 }
 
 // HolderKey is the key of a Holder entry of bucket things: "holder.{id}". Its
@@ -319,13 +319,13 @@ type HolderEvent = kvwatch.Event[HolderKey, Holder]
 
 // kvwThingsHolderKind describes Holder entries to the runtime.
 var kvwThingsHolderKind = kvwatch.Kind[HolderKey, Holder]{
-	Bucket:    "things",
-	Clone:     kvwCloneHolder,
-	Codec:     kvwatch.JSON[Holder]{Fast: kvwDecodeHolder},
-	FormatKey: HolderKey.String,
 	Name:      "Holder",
-	ParseKey:  ParseHolderKey,
+	Bucket:    "things",
 	Template:  "holder.{id}",
+	ParseKey:  ParseHolderKey,
+	FormatKey: HolderKey.String,
+	Codec:     kvwatch.JSON[Holder]{Fast: kvwDecodeHolder},
+	Clone:     kvwCloneHolder,
 }
 
 // kvwThingsSpec describes bucket things to the runtime.
@@ -452,27 +452,27 @@ func (w *ThingsWatcher) HolderCache() *kvwatch.Cache[HolderKey, Holder] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchThings(ctx context.Context, js jetstream.JetStream, scopes ThingsScopes, h ThingsHandlers, opts ...kvwatch.Option) (*ThingsWatcher, error) {
-	b0 := kvwatch.Bind(&kvwThingsVsKind, h.OnVs)
-	b1 := kvwatch.Bind(&kvwThingsCPKind, h.OnCP)
-	b2 := kvwatch.Bind(&kvwThingsErrKind, h.OnErr)
-	b3 := kvwatch.Bind(&kvwThingsWKind, h.OnW)
-	b4 := kvwatch.Bind(&kvwThingsAnyKind, h.OnAny)
-	b5 := kvwatch.Bind(&kvwThingsKeyKind, h.OnKey)
-	b6 := kvwatch.Bind(&kvwThingsHolderKind, h.OnHolder)
+	bindVs := kvwatch.Bind(&kvwThingsVsKind, h.OnVs)
+	bindCP := kvwatch.Bind(&kvwThingsCPKind, h.OnCP)
+	bindErr := kvwatch.Bind(&kvwThingsErrKind, h.OnErr)
+	bindW := kvwatch.Bind(&kvwThingsWKind, h.OnW)
+	bindAny := kvwatch.Bind(&kvwThingsAnyKind, h.OnAny)
+	bindKey := kvwatch.Bind(&kvwThingsKeyKind, h.OnKey)
+	bindHolder := kvwatch.Bind(&kvwThingsHolderKind, h.OnHolder)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwThingsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3, b4, b5, b6}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwThingsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindVs, bindCP, bindErr, bindW, bindAny, bindKey, bindHolder}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ThingsWatcher{
 		Watcher:     w,
-		cacheAny:    b4.Cache(),
-		cacheCP:     b1.Cache(),
-		cacheErr:    b2.Cache(),
-		cacheHolder: b6.Cache(),
-		cacheKey:    b5.Cache(),
-		cacheVs:     b0.Cache(),
-		cacheW:      b3.Cache(),
+		cacheVs:     bindVs.Cache(),
+		cacheCP:     bindCP.Cache(),
+		cacheErr:    bindErr.Cache(),
+		cacheW:      bindW.Cache(),
+		cacheAny:    bindAny.Cache(),
+		cacheKey:    bindKey.Cache(),
+		cacheHolder: bindHolder.Cache(),
 	}, nil
 }
 
@@ -522,16 +522,16 @@ func (w *ThingsWatcher) Checkpoint() (ThingsCheckpoint, error) {
 		return ThingsCheckpoint{}, err
 	}
 	return ThingsCheckpoint{
-		Any:           cp.Kinds[4].([]kvwatch.Entry[AnyKey, anypkg.T]),
-		CP:            cp.Kinds[1].([]kvwatch.Entry[CPKey, cppkg.T]),
-		Err:           cp.Kinds[2].([]kvwatch.Entry[ErrKey, map[string]errpkg.T]),
-		Filters:       cp.Filters,
-		Holder:        cp.Kinds[6].([]kvwatch.Entry[HolderKey, Holder]),
-		Key:           cp.Kinds[5].([]kvwatch.Entry[KeyKey, keypkg2.T]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 		Vs:            cp.Kinds[0].([]kvwatch.Entry[VsKey, []vpkg2.T]),
+		CP:            cp.Kinds[1].([]kvwatch.Entry[CPKey, cppkg.T]),
+		Err:           cp.Kinds[2].([]kvwatch.Entry[ErrKey, map[string]errpkg.T]),
 		W:             cp.Kinds[3].([]kvwatch.Entry[WKey, wpkg.T]),
+		Any:           cp.Kinds[4].([]kvwatch.Entry[AnyKey, anypkg.T]),
+		Key:           cp.Kinds[5].([]kvwatch.Entry[KeyKey, keypkg2.T]),
+		Holder:        cp.Kinds[6].([]kvwatch.Entry[HolderKey, Holder]),
 	}, nil
 }
 
@@ -541,10 +541,10 @@ func (w *ThingsWatcher) Checkpoint() (ThingsCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp ThingsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Vs, cp.CP, cp.Err, cp.W, cp.Any, cp.Key, cp.Holder},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Vs, cp.CP, cp.Err, cp.W, cp.Any, cp.Key, cp.Holder},
 	})
 }
 

@@ -46,13 +46,13 @@ type APIKeyEvent = kvwatch.Event[APIKeyKey, APIKey]
 
 // kvwKVStoreAPIKeyKind describes APIKey entries to the runtime.
 var kvwKVStoreAPIKeyKind = kvwatch.Kind[APIKeyKey, APIKey]{
-	Bucket:    "kv-store",
-	Clone:     kvwCloneAPIKey,
-	Codec:     kvwatch.JSON[APIKey]{Fast: kvwDecodeAPIKey},
-	FormatKey: APIKeyKey.String,
 	Name:      "APIKey",
-	ParseKey:  ParseAPIKeyKey,
+	Bucket:    "kv-store",
 	Template:  "user.{user_id}.api.{api_key_id}",
+	ParseKey:  ParseAPIKeyKey,
+	FormatKey: APIKeyKey.String,
+	Codec:     kvwatch.JSON[APIKey]{Fast: kvwDecodeAPIKey},
+	Clone:     kvwCloneAPIKey,
 }
 
 // kvwKVStoreSpec describes bucket kv-store to the runtime.
@@ -85,8 +85,8 @@ func (s KVStoreScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.User {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -137,15 +137,15 @@ func (w *KVStoreWatcher) APIKeyCache() *kvwatch.Cache[APIKeyKey, APIKey] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchKVStore(ctx context.Context, js jetstream.JetStream, scopes KVStoreScopes, h KVStoreHandlers, opts ...kvwatch.Option) (*KVStoreWatcher, error) {
-	b0 := kvwatch.Bind(&kvwKVStoreAPIKeyKind, h.OnAPIKey)
+	bindAPIKey := kvwatch.Bind(&kvwKVStoreAPIKeyKind, h.OnAPIKey)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwKVStoreSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwKVStoreSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindAPIKey}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &KVStoreWatcher{
 		Watcher:     w,
-		cacheAPIKey: b0.Cache(),
+		cacheAPIKey: bindAPIKey.Cache(),
 	}, nil
 }
 
@@ -183,10 +183,10 @@ func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
 		return KVStoreCheckpoint{}, err
 	}
 	return KVStoreCheckpoint{
-		APIKey:        cp.Kinds[0].([]kvwatch.Entry[APIKeyKey, APIKey]),
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		APIKey:        cp.Kinds[0].([]kvwatch.Entry[APIKeyKey, APIKey]),
 	}, nil
 }
 
@@ -196,10 +196,10 @@ func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp KVStoreCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.APIKey},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.APIKey},
 	})
 }
 

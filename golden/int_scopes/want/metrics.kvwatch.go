@@ -38,16 +38,16 @@ func ParseSampleKey(key string) (SampleKey, error) {
 	var err error
 	if k.Tenant, err = kvwatch.ParseUintParam(p[0]); err != nil {
 		return SampleKey{}, &kvwatch.ParamError{
-			Err:   err,
 			Key:   key,
 			Param: "tenant",
+			Err:   err,
 		}
 	}
 	if k.Day, err = kvwatch.ParseIntParam(p[1]); err != nil {
 		return SampleKey{}, &kvwatch.ParamError{
-			Err:   err,
 			Key:   key,
 			Param: "day",
+			Err:   err,
 		}
 	}
 	k.Host = p[2]
@@ -63,12 +63,12 @@ type SampleEvent = kvwatch.Event[SampleKey, float64]
 
 // kvwMetricsSampleKind describes Sample entries to the runtime.
 var kvwMetricsSampleKind = kvwatch.Kind[SampleKey, float64]{
-	Bucket:    "metrics",
-	Codec:     kvwatch.JSON[float64]{Fast: (*kvwatch.JSONReader).ReadFloat64},
-	FormatKey: SampleKey.String,
 	Name:      "Sample",
-	ParseKey:  ParseSampleKey,
+	Bucket:    "metrics",
 	Template:  "tenant.{tenant:uint}.day.{day:int}.host.{host}.sample",
+	ParseKey:  ParseSampleKey,
+	FormatKey: SampleKey.String,
+	Codec:     kvwatch.JSON[float64]{Fast: (*kvwatch.JSONReader).ReadFloat64},
 }
 
 // kvwMetricsSpec describes bucket metrics to the runtime.
@@ -129,20 +129,20 @@ func (s MetricsScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Tenant {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{strconv.FormatUint(v, 10)},
 			Scope:  0,
+			Params: []string{strconv.FormatUint(v, 10)},
 		})
 	}
 	for _, v := range s.Day {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{strconv.FormatUint(v.Tenant, 10), strconv.FormatInt(v.Day, 10)},
 			Scope:  1,
+			Params: []string{strconv.FormatUint(v.Tenant, 10), strconv.FormatInt(v.Day, 10)},
 		})
 	}
 	for _, v := range s.Host {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{strconv.FormatUint(v.Tenant, 10), strconv.FormatInt(v.Day, 10), v.Host},
 			Scope:  2,
+			Params: []string{strconv.FormatUint(v.Tenant, 10), strconv.FormatInt(v.Day, 10), v.Host},
 		})
 	}
 	return out
@@ -193,15 +193,15 @@ func (w *MetricsWatcher) SampleCache() *kvwatch.Cache[SampleKey, float64] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchMetrics(ctx context.Context, js jetstream.JetStream, scopes MetricsScopes, h MetricsHandlers, opts ...kvwatch.Option) (*MetricsWatcher, error) {
-	b0 := kvwatch.Bind(&kvwMetricsSampleKind, h.OnSample)
+	bindSample := kvwatch.Bind(&kvwMetricsSampleKind, h.OnSample)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwMetricsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwMetricsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindSample}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &MetricsWatcher{
 		Watcher:     w,
-		cacheSample: b0.Cache(),
+		cacheSample: bindSample.Cache(),
 	}, nil
 }
 
@@ -239,10 +239,10 @@ func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
 		return MetricsCheckpoint{}, err
 	}
 	return MetricsCheckpoint{
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
-		Sample:        cp.Kinds[0].([]kvwatch.Entry[SampleKey, float64]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Sample:        cp.Kinds[0].([]kvwatch.Entry[SampleKey, float64]),
 	}, nil
 }
 
@@ -252,10 +252,10 @@ func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp MetricsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Sample},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Sample},
 	})
 }
 

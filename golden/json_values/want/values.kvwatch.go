@@ -45,13 +45,13 @@ type EverythingEvent = kvwatch.Event[EverythingKey, Everything]
 
 // kvwValuesEverythingKind describes Everything entries to the runtime.
 var kvwValuesEverythingKind = kvwatch.Kind[EverythingKey, Everything]{
-	Bucket:    "values",
-	Clone:     kvwCloneEverything,
-	Codec:     kvwatch.JSON[Everything]{Fast: kvwDecodeEverything},
-	FormatKey: EverythingKey.String,
 	Name:      "Everything",
-	ParseKey:  ParseEverythingKey,
+	Bucket:    "values",
 	Template:  "all.{id}",
+	ParseKey:  ParseEverythingKey,
+	FormatKey: EverythingKey.String,
+	Codec:     kvwatch.JSON[Everything]{Fast: kvwDecodeEverything},
+	Clone:     kvwCloneEverything,
 }
 
 // NamesKey is the key of a Names entry of bucket values: "names.{id}". Its
@@ -88,12 +88,12 @@ type NamesEvent = kvwatch.Event[NamesKey, Names]
 
 // kvwValuesNamesKind describes Names entries to the runtime.
 var kvwValuesNamesKind = kvwatch.Kind[NamesKey, Names]{
-	Bucket:    "values",
-	Codec:     kvwatch.JSON[Names]{Fast: kvwDecodeNames},
-	FormatKey: NamesKey.String,
 	Name:      "Names",
-	ParseKey:  ParseNamesKey,
+	Bucket:    "values",
 	Template:  "names.{id}",
+	ParseKey:  ParseNamesKey,
+	FormatKey: NamesKey.String,
+	Codec:     kvwatch.JSON[Names]{Fast: kvwDecodeNames},
 }
 
 // WideKey is the key of a Wide entry of bucket values: "wide.{id}". Its
@@ -130,12 +130,12 @@ type WideEvent = kvwatch.Event[WideKey, Wide]
 
 // kvwValuesWideKind describes Wide entries to the runtime.
 var kvwValuesWideKind = kvwatch.Kind[WideKey, Wide]{
-	Bucket:    "values",
-	Codec:     kvwatch.JSON[Wide]{Fast: kvwDecodeWide},
-	FormatKey: WideKey.String,
 	Name:      "Wide",
-	ParseKey:  ParseWideKey,
+	Bucket:    "values",
 	Template:  "wide.{id}",
+	ParseKey:  ParseWideKey,
+	FormatKey: WideKey.String,
+	Codec:     kvwatch.JSON[Wide]{Fast: kvwDecodeWide},
 }
 
 // ListKey is the key of a List entry of bucket values: "list.{id}". Its
@@ -172,17 +172,17 @@ type ListEvent = kvwatch.Event[ListKey, []int32]
 
 // kvwValuesListKind describes List entries to the runtime.
 var kvwValuesListKind = kvwatch.Kind[ListKey, []int32]{
-	Bucket: "values",
-	Clone: func(v []int32) []int32 {
-		return kvwatch.CloneSlice(v, nil)
-	},
+	Name:      "List",
+	Bucket:    "values",
+	Template:  "list.{id}",
+	ParseKey:  ParseListKey,
+	FormatKey: ListKey.String,
 	Codec: kvwatch.JSON[[]int32]{Fast: func(r *kvwatch.JSONReader, p *[]int32) {
 		kvwatch.JSONSlice(r, p, kvwatch.JSONInt[int32])
 	}},
-	FormatKey: ListKey.String,
-	Name:      "List",
-	ParseKey:  ParseListKey,
-	Template:  "list.{id}",
+	Clone: func(v []int32) []int32 {
+		return kvwatch.CloneSlice(v, nil)
+	},
 }
 
 // CountKey is the key of a Count entry of bucket values: "count.{id}". Its
@@ -219,12 +219,12 @@ type CountEvent = kvwatch.Event[CountKey, uint32]
 
 // kvwValuesCountKind describes Count entries to the runtime.
 var kvwValuesCountKind = kvwatch.Kind[CountKey, uint32]{
-	Bucket:    "values",
-	Codec:     kvwatch.JSON[uint32]{Fast: kvwatch.JSONUint[uint32]},
-	FormatKey: CountKey.String,
 	Name:      "Count",
-	ParseKey:  ParseCountKey,
+	Bucket:    "values",
 	Template:  "count.{id}",
+	ParseKey:  ParseCountKey,
+	FormatKey: CountKey.String,
+	Codec:     kvwatch.JSON[uint32]{Fast: kvwatch.JSONUint[uint32]},
 }
 
 // StampKey is the key of a Stamp entry of bucket values: "stamp.{id}". Its
@@ -261,12 +261,12 @@ type StampEvent = kvwatch.Event[StampKey, time.Time]
 
 // kvwValuesStampKind describes Stamp entries to the runtime.
 var kvwValuesStampKind = kvwatch.Kind[StampKey, time.Time]{
-	Bucket:    "values",
-	Codec:     kvwatch.JSON[time.Time]{},
-	FormatKey: StampKey.String,
 	Name:      "Stamp",
-	ParseKey:  ParseStampKey,
+	Bucket:    "values",
 	Template:  "stamp.{id}",
+	ParseKey:  ParseStampKey,
+	FormatKey: StampKey.String,
+	Codec:     kvwatch.JSON[time.Time]{},
 }
 
 // kvwValuesSpec describes bucket values to the runtime.
@@ -387,25 +387,25 @@ func (w *ValuesWatcher) StampCache() *kvwatch.Cache[StampKey, time.Time] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchValues(ctx context.Context, js jetstream.JetStream, scopes ValuesScopes, h ValuesHandlers, opts ...kvwatch.Option) (*ValuesWatcher, error) {
-	b0 := kvwatch.Bind(&kvwValuesEverythingKind, h.OnEverything)
-	b1 := kvwatch.Bind(&kvwValuesNamesKind, h.OnNames)
-	b2 := kvwatch.Bind(&kvwValuesWideKind, h.OnWide)
-	b3 := kvwatch.Bind(&kvwValuesListKind, h.OnList)
-	b4 := kvwatch.Bind(&kvwValuesCountKind, h.OnCount)
-	b5 := kvwatch.Bind(&kvwValuesStampKind, h.OnStamp)
+	bindEverything := kvwatch.Bind(&kvwValuesEverythingKind, h.OnEverything)
+	bindNames := kvwatch.Bind(&kvwValuesNamesKind, h.OnNames)
+	bindWide := kvwatch.Bind(&kvwValuesWideKind, h.OnWide)
+	bindList := kvwatch.Bind(&kvwValuesListKind, h.OnList)
+	bindCount := kvwatch.Bind(&kvwValuesCountKind, h.OnCount)
+	bindStamp := kvwatch.Bind(&kvwValuesStampKind, h.OnStamp)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwValuesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3, b4, b5}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwValuesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindEverything, bindNames, bindWide, bindList, bindCount, bindStamp}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ValuesWatcher{
 		Watcher:         w,
-		cacheCount:      b4.Cache(),
-		cacheEverything: b0.Cache(),
-		cacheList:       b3.Cache(),
-		cacheNames:      b1.Cache(),
-		cacheStamp:      b5.Cache(),
-		cacheWide:       b2.Cache(),
+		cacheEverything: bindEverything.Cache(),
+		cacheNames:      bindNames.Cache(),
+		cacheWide:       bindWide.Cache(),
+		cacheList:       bindList.Cache(),
+		cacheCount:      bindCount.Cache(),
+		cacheStamp:      bindStamp.Cache(),
 	}, nil
 }
 
@@ -453,15 +453,15 @@ func (w *ValuesWatcher) Checkpoint() (ValuesCheckpoint, error) {
 		return ValuesCheckpoint{}, err
 	}
 	return ValuesCheckpoint{
-		Count:         cp.Kinds[4].([]kvwatch.Entry[CountKey, uint32]),
-		Everything:    cp.Kinds[0].([]kvwatch.Entry[EverythingKey, Everything]),
-		Filters:       cp.Filters,
-		List:          cp.Kinds[3].([]kvwatch.Entry[ListKey, []int32]),
-		Names:         cp.Kinds[1].([]kvwatch.Entry[NamesKey, Names]),
 		Revision:      cp.Revision,
-		Stamp:         cp.Kinds[5].([]kvwatch.Entry[StampKey, time.Time]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Everything:    cp.Kinds[0].([]kvwatch.Entry[EverythingKey, Everything]),
+		Names:         cp.Kinds[1].([]kvwatch.Entry[NamesKey, Names]),
 		Wide:          cp.Kinds[2].([]kvwatch.Entry[WideKey, Wide]),
+		List:          cp.Kinds[3].([]kvwatch.Entry[ListKey, []int32]),
+		Count:         cp.Kinds[4].([]kvwatch.Entry[CountKey, uint32]),
+		Stamp:         cp.Kinds[5].([]kvwatch.Entry[StampKey, time.Time]),
 	}, nil
 }
 
@@ -471,10 +471,10 @@ func (w *ValuesWatcher) Checkpoint() (ValuesCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp ValuesCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Everything, cp.Names, cp.Wide, cp.List, cp.Count, cp.Stamp},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Everything, cp.Names, cp.Wide, cp.List, cp.Count, cp.Stamp},
 	})
 }
 

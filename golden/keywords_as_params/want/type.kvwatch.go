@@ -50,13 +50,13 @@ type FuncEvent = kvwatch.Event[FuncKey, Chan]
 
 // kvwTypeFuncKind describes Func entries to the runtime.
 var kvwTypeFuncKind = kvwatch.Kind[FuncKey, Chan]{
-	Bucket:    "type",
-	Clone:     kvwCloneChan,
-	Codec:     kvwatch.JSON[Chan]{Fast: kvwDecodeChan},
-	FormatKey: FuncKey.String,
 	Name:      "Func",
-	ParseKey:  ParseFuncKey,
+	Bucket:    "type",
 	Template:  "{type}.{range}.{func}.{map}",
+	ParseKey:  ParseFuncKey,
+	FormatKey: FuncKey.String,
+	Codec:     kvwatch.JSON[Chan]{Fast: kvwDecodeChan},
+	Clone:     kvwCloneChan,
 }
 
 // VarKey is the key of a Var entry of bucket type: "{type}.{len}". Its fields
@@ -95,12 +95,12 @@ type VarEvent = kvwatch.Event[VarKey, string]
 
 // kvwTypeVarKind describes Var entries to the runtime.
 var kvwTypeVarKind = kvwatch.Kind[VarKey, string]{
-	Bucket:    "type",
-	Codec:     kvwatch.String{},
-	FormatKey: VarKey.String,
 	Name:      "Var",
-	ParseKey:  ParseVarKey,
+	Bucket:    "type",
 	Template:  "{type}.{len}",
+	ParseKey:  ParseVarKey,
+	FormatKey: VarKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwTypeSpec describes bucket type to the runtime.
@@ -132,8 +132,8 @@ func (s TypeScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Type {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -192,17 +192,17 @@ func (w *TypeWatcher) VarCache() *kvwatch.Cache[VarKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchType(ctx context.Context, js jetstream.JetStream, scopes TypeScopes, h TypeHandlers, opts ...kvwatch.Option) (*TypeWatcher, error) {
-	b0 := kvwatch.Bind(&kvwTypeFuncKind, h.OnFunc)
-	b1 := kvwatch.Bind(&kvwTypeVarKind, h.OnVar)
+	bindFunc := kvwatch.Bind(&kvwTypeFuncKind, h.OnFunc)
+	bindVar := kvwatch.Bind(&kvwTypeVarKind, h.OnVar)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwTypeSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwTypeSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindFunc, bindVar}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &TypeWatcher{
 		Watcher:   w,
-		cacheFunc: b0.Cache(),
-		cacheVar:  b1.Cache(),
+		cacheFunc: bindFunc.Cache(),
+		cacheVar:  bindVar.Cache(),
 	}, nil
 }
 
@@ -242,10 +242,10 @@ func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
 		return TypeCheckpoint{}, err
 	}
 	return TypeCheckpoint{
-		Filters:       cp.Filters,
-		Func:          cp.Kinds[0].([]kvwatch.Entry[FuncKey, Chan]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Func:          cp.Kinds[0].([]kvwatch.Entry[FuncKey, Chan]),
 		Var:           cp.Kinds[1].([]kvwatch.Entry[VarKey, string]),
 	}, nil
 }
@@ -256,10 +256,10 @@ func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp TypeCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Func, cp.Var},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Func, cp.Var},
 	})
 }
 

@@ -38,13 +38,13 @@ type GlobalEvent = kvwatch.Event[GlobalKey, Settings]
 
 // kvwConfigGlobalKind describes Global entries to the runtime.
 var kvwConfigGlobalKind = kvwatch.Kind[GlobalKey, Settings]{
-	Bucket:    "config",
-	Clone:     kvwCloneSettings,
-	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
-	FormatKey: GlobalKey.String,
 	Name:      "Global",
-	ParseKey:  ParseGlobalKey,
+	Bucket:    "config",
 	Template:  "config.global",
+	ParseKey:  ParseGlobalKey,
+	FormatKey: GlobalKey.String,
+	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
+	Clone:     kvwCloneSettings,
 }
 
 // RegionKey is the key of a Region entry of bucket config:
@@ -82,13 +82,13 @@ type RegionEvent = kvwatch.Event[RegionKey, Settings]
 
 // kvwConfigRegionKind describes Region entries to the runtime.
 var kvwConfigRegionKind = kvwatch.Kind[RegionKey, Settings]{
-	Bucket:    "config",
-	Clone:     kvwCloneSettings,
-	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
-	FormatKey: RegionKey.String,
 	Name:      "Region",
-	ParseKey:  ParseRegionKey,
+	Bucket:    "config",
 	Template:  "config.region.{region}.settings",
+	ParseKey:  ParseRegionKey,
+	FormatKey: RegionKey.String,
+	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
+	Clone:     kvwCloneSettings,
 }
 
 // ZoneKey is the key of a Zone entry of bucket config:
@@ -129,13 +129,13 @@ type ZoneEvent = kvwatch.Event[ZoneKey, Settings]
 
 // kvwConfigZoneKind describes Zone entries to the runtime.
 var kvwConfigZoneKind = kvwatch.Kind[ZoneKey, Settings]{
-	Bucket:    "config",
-	Clone:     kvwCloneSettings,
-	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
-	FormatKey: ZoneKey.String,
 	Name:      "Zone",
-	ParseKey:  ParseZoneKey,
+	Bucket:    "config",
 	Template:  "config.region.{region}.zone.{zone}.settings",
+	ParseKey:  ParseZoneKey,
+	FormatKey: ZoneKey.String,
+	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
+	Clone:     kvwCloneSettings,
 }
 
 // kvwConfigSpec describes bucket config to the runtime.
@@ -173,14 +173,14 @@ func (s ConfigScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	if s.Config {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{},
 			Scope:  0,
+			Params: []string{},
 		})
 	}
 	for _, v := range s.Region {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  1,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -250,19 +250,19 @@ func (w *ConfigWatcher) ZoneCache() *kvwatch.Cache[ZoneKey, Settings] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchConfig(ctx context.Context, js jetstream.JetStream, scopes ConfigScopes, h ConfigHandlers, opts ...kvwatch.Option) (*ConfigWatcher, error) {
-	b0 := kvwatch.Bind(&kvwConfigGlobalKind, h.OnGlobal)
-	b1 := kvwatch.Bind(&kvwConfigRegionKind, h.OnRegion)
-	b2 := kvwatch.Bind(&kvwConfigZoneKind, h.OnZone)
+	bindGlobal := kvwatch.Bind(&kvwConfigGlobalKind, h.OnGlobal)
+	bindRegion := kvwatch.Bind(&kvwConfigRegionKind, h.OnRegion)
+	bindZone := kvwatch.Bind(&kvwConfigZoneKind, h.OnZone)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindGlobal, bindRegion, bindZone}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ConfigWatcher{
 		Watcher:     w,
-		cacheGlobal: b0.Cache(),
-		cacheRegion: b1.Cache(),
-		cacheZone:   b2.Cache(),
+		cacheGlobal: bindGlobal.Cache(),
+		cacheRegion: bindRegion.Cache(),
+		cacheZone:   bindZone.Cache(),
 	}, nil
 }
 
@@ -304,11 +304,11 @@ func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
 		return ConfigCheckpoint{}, err
 	}
 	return ConfigCheckpoint{
+		Revision:      cp.Revision,
 		Filters:       cp.Filters,
+		StreamCreated: cp.StreamCreated,
 		Global:        cp.Kinds[0].([]kvwatch.Entry[GlobalKey, Settings]),
 		Region:        cp.Kinds[1].([]kvwatch.Entry[RegionKey, Settings]),
-		Revision:      cp.Revision,
-		StreamCreated: cp.StreamCreated,
 		Zone:          cp.Kinds[2].([]kvwatch.Entry[ZoneKey, Settings]),
 	}, nil
 }
@@ -319,10 +319,10 @@ func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp ConfigCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Global, cp.Region, cp.Zone},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Global, cp.Region, cp.Zone},
 	})
 }
 

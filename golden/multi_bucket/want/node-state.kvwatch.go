@@ -43,13 +43,13 @@ type NodeEvent = kvwatch.Event[NodeKey, Node]
 
 // kvwNodeStateNodeKind describes Node entries to the runtime.
 var kvwNodeStateNodeKind = kvwatch.Kind[NodeKey, Node]{
-	Bucket:    "node-state",
-	Clone:     kvwCloneNode,
-	Codec:     kvwatch.JSON[Node]{Fast: kvwDecodeNode},
-	FormatKey: NodeKey.String,
 	Name:      "Node",
-	ParseKey:  ParseNodeKey,
+	Bucket:    "node-state",
 	Template:  "node.{node_id}",
+	ParseKey:  ParseNodeKey,
+	FormatKey: NodeKey.String,
+	Codec:     kvwatch.JSON[Node]{Fast: kvwDecodeNode},
+	Clone:     kvwCloneNode,
 }
 
 // NodeLabelsKey is the key of a NodeLabels entry of bucket node-state:
@@ -88,17 +88,17 @@ type NodeLabelsEvent = kvwatch.Event[NodeLabelsKey, map[string]string]
 
 // kvwNodeStateNodeLabelsKind describes NodeLabels entries to the runtime.
 var kvwNodeStateNodeLabelsKind = kvwatch.Kind[NodeLabelsKey, map[string]string]{
-	Bucket: "node-state",
-	Clone: func(v map[string]string) map[string]string {
-		return kvwatch.CloneMap(v, nil)
-	},
+	Name:      "NodeLabels",
+	Bucket:    "node-state",
+	Template:  "node.{node_id}.labels",
+	ParseKey:  ParseNodeLabelsKey,
+	FormatKey: NodeLabelsKey.String,
 	Codec: kvwatch.JSON[map[string]string]{Fast: func(r *kvwatch.JSONReader, p *map[string]string) {
 		kvwatch.JSONMap(r, p, (*kvwatch.JSONReader).ReadString)
 	}},
-	FormatKey: NodeLabelsKey.String,
-	Name:      "NodeLabels",
-	ParseKey:  ParseNodeLabelsKey,
-	Template:  "node.{node_id}.labels",
+	Clone: func(v map[string]string) map[string]string {
+		return kvwatch.CloneMap(v, nil)
+	},
 }
 
 // kvwNodeStateSpec describes bucket node-state to the runtime.
@@ -131,8 +131,8 @@ func (s NodeStateScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Node {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -192,17 +192,17 @@ func (w *NodeStateWatcher) NodeLabelsCache() *kvwatch.Cache[NodeLabelsKey, map[s
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchNodeState(ctx context.Context, js jetstream.JetStream, scopes NodeStateScopes, h NodeStateHandlers, opts ...kvwatch.Option) (*NodeStateWatcher, error) {
-	b0 := kvwatch.Bind(&kvwNodeStateNodeKind, h.OnNode)
-	b1 := kvwatch.Bind(&kvwNodeStateNodeLabelsKind, h.OnNodeLabels)
+	bindNode := kvwatch.Bind(&kvwNodeStateNodeKind, h.OnNode)
+	bindNodeLabels := kvwatch.Bind(&kvwNodeStateNodeLabelsKind, h.OnNodeLabels)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNodeStateSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNodeStateSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindNode, bindNodeLabels}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NodeStateWatcher{
 		Watcher:         w,
-		cacheNode:       b0.Cache(),
-		cacheNodeLabels: b1.Cache(),
+		cacheNode:       bindNode.Cache(),
+		cacheNodeLabels: bindNodeLabels.Cache(),
 	}, nil
 }
 
@@ -242,11 +242,11 @@ func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
 		return NodeStateCheckpoint{}, err
 	}
 	return NodeStateCheckpoint{
+		Revision:      cp.Revision,
 		Filters:       cp.Filters,
+		StreamCreated: cp.StreamCreated,
 		Node:          cp.Kinds[0].([]kvwatch.Entry[NodeKey, Node]),
 		NodeLabels:    cp.Kinds[1].([]kvwatch.Entry[NodeLabelsKey, map[string]string]),
-		Revision:      cp.Revision,
-		StreamCreated: cp.StreamCreated,
 	}, nil
 }
 
@@ -256,10 +256,10 @@ func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp NodeStateCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Node, cp.NodeLabels},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Node, cp.NodeLabels},
 	})
 }
 

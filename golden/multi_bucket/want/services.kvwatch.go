@@ -43,13 +43,13 @@ type ServiceEvent = kvwatch.Event[ServiceKey, Service]
 
 // kvwServicesServiceKind describes Service entries to the runtime.
 var kvwServicesServiceKind = kvwatch.Kind[ServiceKey, Service]{
-	Bucket:    "services",
-	Clone:     kvwCloneService,
-	Codec:     kvwatch.JSON[Service]{Fast: kvwDecodeService},
-	FormatKey: ServiceKey.String,
 	Name:      "Service",
-	ParseKey:  ParseServiceKey,
+	Bucket:    "services",
 	Template:  "svc.{name}",
+	ParseKey:  ParseServiceKey,
+	FormatKey: ServiceKey.String,
+	Codec:     kvwatch.JSON[Service]{Fast: kvwDecodeService},
+	Clone:     kvwCloneService,
 }
 
 // EndpointKey is the key of a Endpoint entry of bucket services:
@@ -90,17 +90,17 @@ type EndpointEvent = kvwatch.Event[EndpointKey, []Address]
 
 // kvwServicesEndpointKind describes Endpoint entries to the runtime.
 var kvwServicesEndpointKind = kvwatch.Kind[EndpointKey, []Address]{
-	Bucket: "services",
-	Clone: func(v []Address) []Address {
-		return kvwatch.CloneSlice(v, nil)
-	},
+	Name:      "Endpoint",
+	Bucket:    "services",
+	Template:  "svc.{name}.ep.{endpoint}",
+	ParseKey:  ParseEndpointKey,
+	FormatKey: EndpointKey.String,
 	Codec: kvwatch.JSON[[]Address]{Fast: func(r *kvwatch.JSONReader, p *[]Address) {
 		kvwatch.JSONSlice(r, p, kvwDecodeAddress)
 	}},
-	FormatKey: EndpointKey.String,
-	Name:      "Endpoint",
-	ParseKey:  ParseEndpointKey,
-	Template:  "svc.{name}.ep.{endpoint}",
+	Clone: func(v []Address) []Address {
+		return kvwatch.CloneSlice(v, nil)
+	},
 }
 
 // kvwServicesSpec describes bucket services to the runtime.
@@ -133,8 +133,8 @@ func (s ServicesScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Service {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -197,17 +197,17 @@ func (w *ServicesWatcher) EndpointCache() *kvwatch.Cache[EndpointKey, []Address]
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchServices(ctx context.Context, js jetstream.JetStream, scopes ServicesScopes, h ServicesHandlers, opts ...kvwatch.Option) (*ServicesWatcher, error) {
-	b0 := kvwatch.Bind(&kvwServicesServiceKind, h.OnService)
-	b1 := kvwatch.Bind(&kvwServicesEndpointKind, h.OnEndpoint)
+	bindService := kvwatch.Bind(&kvwServicesServiceKind, h.OnService)
+	bindEndpoint := kvwatch.Bind(&kvwServicesEndpointKind, h.OnEndpoint)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwServicesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwServicesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindService, bindEndpoint}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ServicesWatcher{
 		Watcher:       w,
-		cacheEndpoint: b1.Cache(),
-		cacheService:  b0.Cache(),
+		cacheService:  bindService.Cache(),
+		cacheEndpoint: bindEndpoint.Cache(),
 	}, nil
 }
 
@@ -247,11 +247,11 @@ func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
 		return ServicesCheckpoint{}, err
 	}
 	return ServicesCheckpoint{
-		Endpoint:      cp.Kinds[1].([]kvwatch.Entry[EndpointKey, []Address]),
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
-		Service:       cp.Kinds[0].([]kvwatch.Entry[ServiceKey, Service]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Service:       cp.Kinds[0].([]kvwatch.Entry[ServiceKey, Service]),
+		Endpoint:      cp.Kinds[1].([]kvwatch.Entry[EndpointKey, []Address]),
 	}, nil
 }
 
@@ -261,10 +261,10 @@ func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp ServicesCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Service, cp.Endpoint},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Service, cp.Endpoint},
 	})
 }
 

@@ -43,12 +43,12 @@ type VPCEvent = kvwatch.Event[VPCKey, string]
 
 // kvwNetworkVPCKind describes VPC entries to the runtime.
 var kvwNetworkVPCKind = kvwatch.Kind[VPCKey, string]{
-	Bucket:    "network",
-	Codec:     kvwatch.String{},
-	FormatKey: VPCKey.String,
 	Name:      "VPC",
-	ParseKey:  ParseVPCKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}",
+	ParseKey:  ParseVPCKey,
+	FormatKey: VPCKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // RouteKey is the key of a Route entry of bucket network:
@@ -88,12 +88,12 @@ type RouteEvent = kvwatch.Event[RouteKey, string]
 
 // kvwNetworkRouteKind describes Route entries to the runtime.
 var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, string]{
-	Bucket:    "network",
-	Codec:     kvwatch.String{},
-	FormatKey: RouteKey.String,
 	Name:      "Route",
-	ParseKey:  ParseRouteKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}",
+	ParseKey:  ParseRouteKey,
+	FormatKey: RouteKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // RouteNoteKey is the key of a RouteNote entry of bucket network:
@@ -134,12 +134,12 @@ type RouteNoteEvent = kvwatch.Event[RouteNoteKey, string]
 
 // kvwNetworkRouteNoteKind describes RouteNote entries to the runtime.
 var kvwNetworkRouteNoteKind = kvwatch.Kind[RouteNoteKey, string]{
-	Bucket:    "network",
-	Codec:     kvwatch.String{},
-	FormatKey: RouteNoteKey.String,
 	Name:      "RouteNote",
-	ParseKey:  ParseRouteNoteKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}.note",
+	ParseKey:  ParseRouteNoteKey,
+	FormatKey: RouteNoteKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // PeeringKey is the key of a Peering entry of bucket network:
@@ -179,12 +179,12 @@ type PeeringEvent = kvwatch.Event[PeeringKey, string]
 
 // kvwNetworkPeeringKind describes Peering entries to the runtime.
 var kvwNetworkPeeringKind = kvwatch.Kind[PeeringKey, string]{
-	Bucket:    "network",
-	Codec:     kvwatch.String{},
-	FormatKey: PeeringKey.String,
 	Name:      "Peering",
-	ParseKey:  ParsePeeringKey,
+	Bucket:    "network",
 	Template:  "vpc.{vpc}.peer.{peer}",
+	ParseKey:  ParsePeeringKey,
+	FormatKey: PeeringKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.
@@ -229,14 +229,14 @@ func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	for _, v := range s.Route {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v.VPC, v.RouteID},
 			Scope:  1,
+			Params: []string{v.VPC, v.RouteID},
 		})
 	}
 	return out
@@ -316,21 +316,21 @@ func (w *NetworkWatcher) PeeringCache() *kvwatch.Cache[PeeringKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkScopes, h NetworkHandlers, opts ...kvwatch.Option) (*NetworkWatcher, error) {
-	b0 := kvwatch.Bind(&kvwNetworkVPCKind, h.OnVPC)
-	b1 := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
-	b2 := kvwatch.Bind(&kvwNetworkRouteNoteKind, h.OnRouteNote)
-	b3 := kvwatch.Bind(&kvwNetworkPeeringKind, h.OnPeering)
+	bindVPC := kvwatch.Bind(&kvwNetworkVPCKind, h.OnVPC)
+	bindRoute := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
+	bindRouteNote := kvwatch.Bind(&kvwNetworkRouteNoteKind, h.OnRouteNote)
+	bindPeering := kvwatch.Bind(&kvwNetworkPeeringKind, h.OnPeering)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindVPC, bindRoute, bindRouteNote, bindPeering}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NetworkWatcher{
 		Watcher:        w,
-		cachePeering:   b3.Cache(),
-		cacheRoute:     b1.Cache(),
-		cacheRouteNote: b2.Cache(),
-		cacheVPC:       b0.Cache(),
+		cacheVPC:       bindVPC.Cache(),
+		cacheRoute:     bindRoute.Cache(),
+		cacheRouteNote: bindRouteNote.Cache(),
+		cachePeering:   bindPeering.Cache(),
 	}, nil
 }
 
@@ -374,13 +374,13 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		return NetworkCheckpoint{}, err
 	}
 	return NetworkCheckpoint{
-		Filters:       cp.Filters,
-		Peering:       cp.Kinds[3].([]kvwatch.Entry[PeeringKey, string]),
 		Revision:      cp.Revision,
-		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, string]),
-		RouteNote:     cp.Kinds[2].([]kvwatch.Entry[RouteNoteKey, string]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 		VPC:           cp.Kinds[0].([]kvwatch.Entry[VPCKey, string]),
+		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, string]),
+		RouteNote:     cp.Kinds[2].([]kvwatch.Entry[RouteNoteKey, string]),
+		Peering:       cp.Kinds[3].([]kvwatch.Entry[PeeringKey, string]),
 	}, nil
 }
 
@@ -390,10 +390,10 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.VPC, cp.Route, cp.RouteNote, cp.Peering},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.VPC, cp.Route, cp.RouteNote, cp.Peering},
 	})
 }
 

@@ -43,13 +43,13 @@ type TreeEvent = kvwatch.Event[TreeKey, Tree]
 
 // kvwTreesTreeKind describes Tree entries to the runtime.
 var kvwTreesTreeKind = kvwatch.Kind[TreeKey, Tree]{
-	Bucket:    "trees",
-	Clone:     kvwCloneTree,
-	Codec:     kvwatch.JSON[Tree]{Fast: kvwDecodeTree},
-	FormatKey: TreeKey.String,
 	Name:      "Tree",
-	ParseKey:  ParseTreeKey,
+	Bucket:    "trees",
 	Template:  "tree.{id}",
+	ParseKey:  ParseTreeKey,
+	FormatKey: TreeKey.String,
+	Codec:     kvwatch.JSON[Tree]{Fast: kvwDecodeTree},
+	Clone:     kvwCloneTree,
 }
 
 // ForestKey is the key of a Forest entry of bucket trees: "forest.{id}". Its
@@ -86,14 +86,11 @@ type ForestEvent = kvwatch.Event[ForestKey, map[string][]map[string]Tree]
 
 // kvwTreesForestKind describes Forest entries to the runtime.
 var kvwTreesForestKind = kvwatch.Kind[ForestKey, map[string][]map[string]Tree]{
-	Bucket: "trees",
-	Clone: func(v map[string][]map[string]Tree) map[string][]map[string]Tree {
-		return kvwatch.CloneMap(v, func(v []map[string]Tree) []map[string]Tree {
-			return kvwatch.CloneSlice(v, func(v map[string]Tree) map[string]Tree {
-				return kvwatch.CloneMap(v, kvwCloneTree)
-			})
-		})
-	},
+	Name:      "Forest",
+	Bucket:    "trees",
+	Template:  "forest.{id}",
+	ParseKey:  ParseForestKey,
+	FormatKey: ForestKey.String,
 	Codec: kvwatch.JSON[map[string][]map[string]Tree]{Fast: func(r *kvwatch.JSONReader, p *map[string][]map[string]Tree) {
 		kvwatch.JSONMap(r, p, func(r *kvwatch.JSONReader, p *[]map[string]Tree) {
 			kvwatch.JSONSlice(r, p, func(r *kvwatch.JSONReader, p *map[string]Tree) {
@@ -101,10 +98,13 @@ var kvwTreesForestKind = kvwatch.Kind[ForestKey, map[string][]map[string]Tree]{
 			})
 		})
 	}},
-	FormatKey: ForestKey.String,
-	Name:      "Forest",
-	ParseKey:  ParseForestKey,
-	Template:  "forest.{id}",
+	Clone: func(v map[string][]map[string]Tree) map[string][]map[string]Tree {
+		return kvwatch.CloneMap(v, func(v []map[string]Tree) []map[string]Tree {
+			return kvwatch.CloneSlice(v, func(v map[string]Tree) map[string]Tree {
+				return kvwatch.CloneMap(v, kvwCloneTree)
+			})
+		})
+	},
 }
 
 // kvwTreesSpec describes bucket trees to the runtime.
@@ -186,17 +186,17 @@ func (w *TreesWatcher) ForestCache() *kvwatch.Cache[ForestKey, map[string][]map[
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchTrees(ctx context.Context, js jetstream.JetStream, scopes TreesScopes, h TreesHandlers, opts ...kvwatch.Option) (*TreesWatcher, error) {
-	b0 := kvwatch.Bind(&kvwTreesTreeKind, h.OnTree)
-	b1 := kvwatch.Bind(&kvwTreesForestKind, h.OnForest)
+	bindTree := kvwatch.Bind(&kvwTreesTreeKind, h.OnTree)
+	bindForest := kvwatch.Bind(&kvwTreesForestKind, h.OnForest)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwTreesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwTreesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindTree, bindForest}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &TreesWatcher{
 		Watcher:     w,
-		cacheForest: b1.Cache(),
-		cacheTree:   b0.Cache(),
+		cacheTree:   bindTree.Cache(),
+		cacheForest: bindForest.Cache(),
 	}, nil
 }
 
@@ -236,11 +236,11 @@ func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
 		return TreesCheckpoint{}, err
 	}
 	return TreesCheckpoint{
-		Filters:       cp.Filters,
-		Forest:        cp.Kinds[1].([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 		Tree:          cp.Kinds[0].([]kvwatch.Entry[TreeKey, Tree]),
+		Forest:        cp.Kinds[1].([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree]),
 	}, nil
 }
 
@@ -250,10 +250,10 @@ func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp TreesCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Tree, cp.Forest},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Tree, cp.Forest},
 	})
 }
 

@@ -43,12 +43,12 @@ type SettingEvent = kvwatch.Event[SettingKey, string]
 
 // kvwSettingsSettingKind describes Setting entries to the runtime.
 var kvwSettingsSettingKind = kvwatch.Kind[SettingKey, string]{
-	Bucket:    "settings",
-	Codec:     kvwatch.String{},
-	FormatKey: SettingKey.String,
 	Name:      "Setting",
-	ParseKey:  ParseSettingKey,
+	Bucket:    "settings",
 	Template:  "{name}",
+	ParseKey:  ParseSettingKey,
+	FormatKey: SettingKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // kvwSettingsSpec describes bucket settings to the runtime.
@@ -121,15 +121,15 @@ func (w *SettingsWatcher) SettingCache() *kvwatch.Cache[SettingKey, string] {
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchSettings(ctx context.Context, js jetstream.JetStream, scopes SettingsScopes, h SettingsHandlers, opts ...kvwatch.Option) (*SettingsWatcher, error) {
-	b0 := kvwatch.Bind(&kvwSettingsSettingKind, h.OnSetting)
+	bindSetting := kvwatch.Bind(&kvwSettingsSettingKind, h.OnSetting)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwSettingsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwSettingsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindSetting}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &SettingsWatcher{
 		Watcher:      w,
-		cacheSetting: b0.Cache(),
+		cacheSetting: bindSetting.Cache(),
 	}, nil
 }
 
@@ -167,10 +167,10 @@ func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
 		return SettingsCheckpoint{}, err
 	}
 	return SettingsCheckpoint{
-		Filters:       cp.Filters,
 		Revision:      cp.Revision,
-		Setting:       cp.Kinds[0].([]kvwatch.Entry[SettingKey, string]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Setting:       cp.Kinds[0].([]kvwatch.Entry[SettingKey, string]),
 	}, nil
 }
 
@@ -180,10 +180,10 @@ func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp SettingsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Setting},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Setting},
 	})
 }
 

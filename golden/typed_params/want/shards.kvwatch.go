@@ -37,9 +37,9 @@ func ParseShardKey(key string) (ShardKey, error) {
 	var err error
 	if k.Shard, err = kvwatch.ParseIntParam(p[1]); err != nil {
 		return ShardKey{}, &kvwatch.ParamError{
-			Err:   err,
 			Key:   key,
 			Param: "shard",
+			Err:   err,
 		}
 	}
 	return k, nil
@@ -54,12 +54,12 @@ type ShardEvent = kvwatch.Event[ShardKey, string]
 
 // kvwShardsShardKind describes Shard entries to the runtime.
 var kvwShardsShardKind = kvwatch.Kind[ShardKey, string]{
-	Bucket:    "shards",
-	Codec:     kvwatch.String{},
-	FormatKey: ShardKey.String,
 	Name:      "Shard",
-	ParseKey:  ParseShardKey,
+	Bucket:    "shards",
 	Template:  "region.{region}.shard.{shard:int}",
+	ParseKey:  ParseShardKey,
+	FormatKey: ShardKey.String,
+	Codec:     kvwatch.String{},
 }
 
 // ReplicaKey is the key of a Replica entry of bucket shards:
@@ -91,16 +91,16 @@ func ParseReplicaKey(key string) (ReplicaKey, error) {
 	var err error
 	if k.Shard, err = kvwatch.ParseIntParam(p[1]); err != nil {
 		return ReplicaKey{}, &kvwatch.ParamError{
-			Err:   err,
 			Key:   key,
 			Param: "shard",
+			Err:   err,
 		}
 	}
 	if k.Replica, err = kvwatch.ParseUintParam(p[2]); err != nil {
 		return ReplicaKey{}, &kvwatch.ParamError{
-			Err:   err,
 			Key:   key,
 			Param: "replica",
+			Err:   err,
 		}
 	}
 	return k, nil
@@ -115,12 +115,12 @@ type ReplicaEvent = kvwatch.Event[ReplicaKey, Replica]
 
 // kvwShardsReplicaKind describes Replica entries to the runtime.
 var kvwShardsReplicaKind = kvwatch.Kind[ReplicaKey, Replica]{
-	Bucket:    "shards",
-	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
-	FormatKey: ReplicaKey.String,
 	Name:      "Replica",
-	ParseKey:  ParseReplicaKey,
+	Bucket:    "shards",
 	Template:  "region.{region}.shard.{shard:int}.replica.{replica:uint}",
+	ParseKey:  ParseReplicaKey,
+	FormatKey: ReplicaKey.String,
+	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
 }
 
 // GlobalKey is the key of a Global entry of bucket shards: "global". Its
@@ -152,12 +152,12 @@ type GlobalEvent = kvwatch.Event[GlobalKey, Replica]
 
 // kvwShardsGlobalKind describes Global entries to the runtime.
 var kvwShardsGlobalKind = kvwatch.Kind[GlobalKey, Replica]{
-	Bucket:    "shards",
-	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
-	FormatKey: GlobalKey.String,
 	Name:      "Global",
-	ParseKey:  ParseGlobalKey,
+	Bucket:    "shards",
 	Template:  "global",
+	ParseKey:  ParseGlobalKey,
+	FormatKey: GlobalKey.String,
+	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
 }
 
 // EpochKey is the key of a Epoch entry of bucket shards: "epoch.{n:uint}".
@@ -184,9 +184,9 @@ func ParseEpochKey(key string) (EpochKey, error) {
 	var err error
 	if k.N, err = kvwatch.ParseUintParam(p[0]); err != nil {
 		return EpochKey{}, &kvwatch.ParamError{
-			Err:   err,
 			Key:   key,
 			Param: "n",
+			Err:   err,
 		}
 	}
 	return k, nil
@@ -201,12 +201,12 @@ type EpochEvent = kvwatch.Event[EpochKey, uint64]
 
 // kvwShardsEpochKind describes Epoch entries to the runtime.
 var kvwShardsEpochKind = kvwatch.Kind[EpochKey, uint64]{
-	Bucket:    "shards",
-	Codec:     kvwatch.JSON[uint64]{Fast: kvwatch.JSONUint[uint64]},
-	FormatKey: EpochKey.String,
 	Name:      "Epoch",
-	ParseKey:  ParseEpochKey,
+	Bucket:    "shards",
 	Template:  "epoch.{n:uint}",
+	ParseKey:  ParseEpochKey,
+	FormatKey: EpochKey.String,
+	Codec:     kvwatch.JSON[uint64]{Fast: kvwatch.JSONUint[uint64]},
 }
 
 // kvwShardsSpec describes bucket shards to the runtime.
@@ -258,20 +258,20 @@ func (s ShardsScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Region {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	for _, v := range s.Shard {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v.Region, strconv.FormatInt(v.Shard, 10)},
 			Scope:  1,
+			Params: []string{v.Region, strconv.FormatInt(v.Shard, 10)},
 		})
 	}
 	if s.Global {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{},
 			Scope:  2,
+			Params: []string{},
 		})
 	}
 	return out
@@ -352,21 +352,21 @@ func (w *ShardsWatcher) EpochCache() *kvwatch.Cache[EpochKey, uint64] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchShards(ctx context.Context, js jetstream.JetStream, scopes ShardsScopes, h ShardsHandlers, opts ...kvwatch.Option) (*ShardsWatcher, error) {
-	b0 := kvwatch.Bind(&kvwShardsShardKind, h.OnShard)
-	b1 := kvwatch.Bind(&kvwShardsReplicaKind, h.OnReplica)
-	b2 := kvwatch.Bind(&kvwShardsGlobalKind, h.OnGlobal)
-	b3 := kvwatch.Bind(&kvwShardsEpochKind, h.OnEpoch)
+	bindShard := kvwatch.Bind(&kvwShardsShardKind, h.OnShard)
+	bindReplica := kvwatch.Bind(&kvwShardsReplicaKind, h.OnReplica)
+	bindGlobal := kvwatch.Bind(&kvwShardsGlobalKind, h.OnGlobal)
+	bindEpoch := kvwatch.Bind(&kvwShardsEpochKind, h.OnEpoch)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwShardsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0, b1, b2, b3}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwShardsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindShard, bindReplica, bindGlobal, bindEpoch}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ShardsWatcher{
 		Watcher:      w,
-		cacheEpoch:   b3.Cache(),
-		cacheGlobal:  b2.Cache(),
-		cacheReplica: b1.Cache(),
-		cacheShard:   b0.Cache(),
+		cacheShard:   bindShard.Cache(),
+		cacheReplica: bindReplica.Cache(),
+		cacheGlobal:  bindGlobal.Cache(),
+		cacheEpoch:   bindEpoch.Cache(),
 	}, nil
 }
 
@@ -410,13 +410,13 @@ func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
 		return ShardsCheckpoint{}, err
 	}
 	return ShardsCheckpoint{
-		Epoch:         cp.Kinds[3].([]kvwatch.Entry[EpochKey, uint64]),
-		Filters:       cp.Filters,
-		Global:        cp.Kinds[2].([]kvwatch.Entry[GlobalKey, Replica]),
-		Replica:       cp.Kinds[1].([]kvwatch.Entry[ReplicaKey, Replica]),
 		Revision:      cp.Revision,
-		Shard:         cp.Kinds[0].([]kvwatch.Entry[ShardKey, string]),
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Shard:         cp.Kinds[0].([]kvwatch.Entry[ShardKey, string]),
+		Replica:       cp.Kinds[1].([]kvwatch.Entry[ReplicaKey, Replica]),
+		Global:        cp.Kinds[2].([]kvwatch.Entry[GlobalKey, Replica]),
+		Epoch:         cp.Kinds[3].([]kvwatch.Entry[EpochKey, uint64]),
 	}, nil
 }
 
@@ -426,10 +426,10 @@ func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
 // takes ownership of cp's entries.
 func (cp ShardsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Shard, cp.Replica, cp.Global, cp.Epoch},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Shard, cp.Replica, cp.Global, cp.Epoch},
 	})
 }
 

@@ -43,12 +43,12 @@ type ItemEvent = kvwatch.Event[ItemKey, Thing]
 
 // kvwAItemKind describes Item entries to the runtime.
 var kvwAItemKind = kvwatch.Kind[ItemKey, Thing]{
-	Bucket:    "a",
-	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
-	FormatKey: ItemKey.String,
 	Name:      "Item",
-	ParseKey:  ParseItemKey,
+	Bucket:    "a",
 	Template:  "item.{id}",
+	ParseKey:  ParseItemKey,
+	FormatKey: ItemKey.String,
+	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
 }
 
 // kvwASpec describes bucket a to the runtime.
@@ -80,8 +80,8 @@ func (s AScopes) KVWatchScopes() kvwatch.Scopes {
 	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Item {
 		out.Values = append(out.Values, kvwatch.ScopeValue{
-			Params: []string{v},
 			Scope:  0,
+			Params: []string{v},
 		})
 	}
 	return out
@@ -131,15 +131,15 @@ func (w *AWatcher) ItemCache() *kvwatch.Cache[ItemKey, Thing] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchA(ctx context.Context, js jetstream.JetStream, scopes AScopes, h AHandlers, opts ...kvwatch.Option) (*AWatcher, error) {
-	b0 := kvwatch.Bind(&kvwAItemKind, h.OnItem)
+	bindItem := kvwatch.Bind(&kvwAItemKind, h.OnItem)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwASpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwASpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &AWatcher{
 		Watcher:   w,
-		cacheItem: b0.Cache(),
+		cacheItem: bindItem.Cache(),
 	}, nil
 }
 
@@ -177,10 +177,10 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 		return ACheckpoint{}, err
 	}
 	return ACheckpoint{
-		Filters:       cp.Filters,
-		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Thing]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Thing]),
 	}, nil
 }
 
@@ -190,10 +190,10 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 // of cp's entries.
 func (cp ACheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Item},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Item},
 	})
 }
 

@@ -43,12 +43,12 @@ type OtherEvent = kvwatch.Event[OtherKey, Thing]
 
 // kvwBOtherKind describes Other entries to the runtime.
 var kvwBOtherKind = kvwatch.Kind[OtherKey, Thing]{
-	Bucket:    "b",
-	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
-	FormatKey: OtherKey.String,
 	Name:      "Other",
-	ParseKey:  ParseOtherKey,
+	Bucket:    "b",
 	Template:  "other.{id}",
+	ParseKey:  ParseOtherKey,
+	FormatKey: OtherKey.String,
+	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
 }
 
 // kvwBSpec describes bucket b to the runtime.
@@ -121,15 +121,15 @@ func (w *BWatcher) OtherCache() *kvwatch.Cache[OtherKey, Thing] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHandlers, opts ...kvwatch.Option) (*BWatcher, error) {
-	b0 := kvwatch.Bind(&kvwBOtherKind, h.OnOther)
+	bindOther := kvwatch.Bind(&kvwBOtherKind, h.OnOther)
 	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{b0}, opts...)
+	w, err := kvwatch.Start(ctx, js, &kvwBSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindOther}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &BWatcher{
 		Watcher:    w,
-		cacheOther: b0.Cache(),
+		cacheOther: bindOther.Cache(),
 	}, nil
 }
 
@@ -167,10 +167,10 @@ func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
 		return BCheckpoint{}, err
 	}
 	return BCheckpoint{
-		Filters:       cp.Filters,
-		Other:         cp.Kinds[0].([]kvwatch.Entry[OtherKey, Thing]),
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Other:         cp.Kinds[0].([]kvwatch.Entry[OtherKey, Thing]),
 	}, nil
 }
 
@@ -180,10 +180,10 @@ func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
 // of cp's entries.
 func (cp BCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(kvwatch.Checkpoint{
-		Filters:       cp.Filters,
-		Kinds:         []any{cp.Other},
 		Revision:      cp.Revision,
+		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
+		Kinds:         []any{cp.Other},
 	})
 }
 
