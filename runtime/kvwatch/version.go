@@ -1,5 +1,7 @@
 package kvwatch
 
+import "github.com/kvwatchgen/kvwatchgen/internal/version"
+
 // Version guard between generated code and this runtime, in the manner of
 // protobuf-go's protoimpl.EnforceVersion. Every generated package contains
 //
@@ -30,10 +32,11 @@ type RuntimeTooOld_UpgradeModule uint
 // builds and runs (its JSON codecs have no Fast).
 const (
 	// GenVersion is the version of generated code this runtime was
-	// released with; the generator writes it into generated files.
-	GenVersion = 2
+	// released with; the generator writes it into generated files (both
+	// read internal/version).
+	GenVersion = version.Gen
 	// MinVersion is the oldest generated code this runtime supports.
 	MinVersion = 1
 	// MaxVersion is the newest generated code this runtime supports.
-	MaxVersion = 2
+	MaxVersion = GenVersion
 )
