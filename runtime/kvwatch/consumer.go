@@ -19,13 +19,13 @@ import (
 // filtered on the watcher's filters, recreated from the last revision
 // applied whenever its delivery breaks (a gap in its sequence, missed
 // heartbeats, a reconnect, the server deleting it). nats.go's
-// OrderedConsumer does the same, but waits up to a fixed 10 s for each
-// creation request: when the node lost was also the meta leader, a request
-// sent during the election is never answered, and recovery took ~11 s.
-// Here each request waits only as long as a creation can take
-// (createTimeout) and is then sent again, under the same name, which the
-// server treats as the same consumer: a request answered late creates
-// nothing twice.
+// OrderedConsumer does the same, but waits a fixed 10 s for each creation
+// request: when the node lost was also the meta leader, a request sent
+// during the election is never answered, and recovery waits that out
+// (withdrawn for the tail: docs/design.md). Here each request waits only
+// as long as a creation can take (createTimeout) and is then sent again,
+// under the same name, which the server treats as the same consumer: a
+// request answered late creates nothing twice.
 
 // tailConsumer is the watcher's consumer on the server; the event
 // goroutine uses it.
@@ -199,16 +199,16 @@ func (c *tailConsumer) deleteGone(ctx context.Context, timeout time.Duration) er
 
 // createTimeout is how long attempt (0, 1, ...) of a consumer creation
 // request may take before it is sent again. The server checks every pair
-// of filters when it creates a consumer (BenchmarkCreateConsumerFilters:
-// ~0.08 s at 1,000 filters, 3.2–3.7 s at 8,000 on nats-server 2.15.2,
-// ~55 ns a pair), so the wait is that cost twice over, on top of half a
-// second for the request itself in a busy cluster: a request that is not
-// answered by then went to a server that is gone (an election), and
-// waiting longer only delays the next. Each attempt after a timeout waits
-// twice as long, up to ten times the filters' cost (at least a second):
-// a server slower than estimated (a loaded machine, the race detector)
-// gets its creation done, without the wait growing for ever when no meta
-// leader answers at all.
+// of filters when it creates a consumer, estimated here at 55 ns a pair
+// (from BenchmarkCreateConsumerFilters: BENCHMARKS.md, Design decisions:
+// "consumer.go: creation cost O(F²) and createTimeout"), so the wait is
+// that cost twice over, on top of half a second for the request itself in
+// a busy cluster: a request that is not answered by then went to a server
+// that is gone (an election), and waiting longer only delays the next.
+// Each attempt after a timeout waits twice as long, up to ten times the
+// filters' cost (at least a second): a server slower than estimated (a
+// loaded machine, the race detector) gets its creation done, without the
+// wait growing for ever when no meta leader answers at all.
 func createTimeout(filters, attempt int) time.Duration {
 	pairs := time.Duration(filters) * time.Duration(filters) * 55 * time.Nanosecond
 	first := 500*time.Millisecond + 2*pairs

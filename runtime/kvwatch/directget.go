@@ -66,14 +66,15 @@ type batchEnd struct {
 }
 
 // directGetter sends the batched direct gets of one read of a stream and
-// receives their answers on one subscription: a subscription costs nats.go
-// a 64k-slot channel (512 KiB cleared), which per request was a tenth of
-// the client's CPU on a 100-request read. Each request gets its own reply
-// subject under the subscription's prefix; replies of a request other than
-// the one being read are kept until it is read (answers of several
-// requests may interleave when several servers answer). Open it with
-// open, and close it when the read is over; it is used from one
-// goroutine.
+// receives their answers on one subscription, not one per request: nats.go
+// allocates and clears a 64k-slot channel for every subscription, a cost
+// per request that showed in the client's CPU (BENCHMARKS.md, Design
+// decisions: "directget.go: one subscription per read"). Each request
+// gets its own reply subject under the subscription's prefix; replies of
+// a request other than the one being read are kept until it is read
+// (answers of several requests may interleave when several servers
+// answer). Open it with open, and close it when the read is over; it is
+// used from one goroutine.
 type directGetter struct {
 	nc      *nats.Conn
 	subject string

@@ -95,11 +95,12 @@ func WithRequestTimeout(d time.Duration) Option {
 	}
 }
 
-// Consumer creation costs O(F²) in the number of filters F: the server
-// checks every pair (nats-server 2.15.2, BenchmarkCreateConsumerFilters:
-// 1,000 filters ~0.08 s, 5,000 ~1.2–1.8 s, 8,000 ~3.2–3.7 s), at creation
-// and at every reset of the consumer. Above warnFilters a watcher logs a warning; above its
-// maximum (default defaultMaxFilters) it refuses to start.
+// Consumer creation costs O(F²) in the number of filters F, because the
+// server checks every pair, and it is paid at creation and again at every
+// reset of the consumer (BENCHMARKS.md, Design decisions: "consumer.go:
+// creation cost O(F²) and createTimeout"). Above warnFilters a watcher
+// logs a warning; above its maximum (default defaultMaxFilters) it
+// refuses to start.
 const (
 	warnFilters       = 1000
 	defaultMaxFilters = 10000

@@ -5,12 +5,11 @@ import "slices"
 // This file decides how a read that does not fit in one batched direct
 // get answer is cut into requests. The server answers at most 1,024 keys
 // per request and refuses more with a 413, which is not free (the server
-// matches every key of the request to count them): on a bucket of 100
-// scopes of 1,000 keys, splitting blindly in halves spent 99 refused
-// requests for 100 useful ones and read about a quarter slower than one
-// request per scope (`go run ./bench -scenario read-paths`, replies
-// counted and not decoded, 4 requests in flight: 236k against 318k
-// entries/s).
+// matches every key of the request to count them): splitting blindly in
+// halves until requests fit has nearly one request refused for each one
+// answered, and reads slower than one request per scope (BENCHMARKS.md,
+// Design decisions: "readplan.go: measuring before splitting"; the
+// withdrawn halving: docs/design.md).
 //
 // So the plan measures instead of guessing. It first asks for the keys of
 // one filter alone (the probe; while probes find nothing, the next takes
@@ -35,11 +34,12 @@ const readTargetKeys = maxMultiLastSubjects / 2
 // rest are not pinned: each is answered as of the stream's last revision
 // when the server reads it, which the server finds from each key's last
 // block; a request pinned below the last revision makes it walk back
-// through the blocks, every key of every block (the read-paths bench,
-// while keys are overwritten at 2,000/s: 172k entries/s pinned against
-// 361k unpinned). The revision of each answer is recorded (readMarks).
-// Continuations of an answer are pinned at its revision, and the keys of
-// a listed filter at upTo. It is used from one goroutine.
+// through the blocks, every key of every block, which costs the more the
+// more is written during the read (BENCHMARKS.md, Design decisions:
+// "readplan.go: requests not pinned"). The revision of each answer is
+// recorded (readMarks). Continuations of an answer are pinned at its
+// revision, and the keys of a listed filter at upTo. It is used from one
+// goroutine.
 type readPlan struct {
 	// upTo is the revision listed keys are read as of: one known before
 	// the listing, so that a key created after it has a newer revision.

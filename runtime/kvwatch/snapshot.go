@@ -46,12 +46,12 @@ const (
 //     what the read delivered; a read of one atomic answer has nothing to
 //     catch up. Once a bucket has been overwritten, a consumer's own
 //     initial delivery slows down by orders of magnitude. On a fresh
-//     bucket the consumer's delivery is cheaper for the server (~2.0
-//     against ~2.7 µs an entry in the initial-sync bench, with that path
-//     at commit c98d796), but it is a catch-up over the whole state,
-//     sealed from wherever the watcher's scopes end: up to the whole
-//     bucket for a node watching a few tenants, on every node of a fleet
-//     at once;
+//     bucket the consumer's delivery is cheaper for the server, but it is
+//     a catch-up over the whole state, sealed from wherever the watcher's
+//     scopes end: up to the whole bucket for a node watching a few
+//     tenants, on every node of a fleet at once (BENCHMARKS.md, Design
+//     decisions: "snapshot.go: direct get for the state"; the withdrawn
+//     consumer path: docs/design.md);
 //   - otherwise by the consumer's own last-per-subject delivery, sealed
 //     once it has passed the stream's last sequence as it was before.
 func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUp, error) {
@@ -147,10 +147,10 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 }
 
 // readWindow is how many direct get requests are in flight at once: the
-// server prepares the next answers while the watcher decodes one. The
-// read-paths bench (one request per scope, replies not decoded) read
-// 276k, 282k, 318k, 342k and 385k entries/s with 1, 2, 4, 8 and 16 in
-// flight; 8 bounds what answers in flight can buffer to 32 MiB.
+// server prepares the next answers while the watcher decodes one, and 8
+// bounds what answers in flight can buffer to 32 MiB (readWindow x
+// answerMaxBytes). More in flight did not make the whole watcher faster
+// (BENCHMARKS.md, Design decisions: "snapshot.go: readWindow").
 const readWindow = 8
 
 // readRequests sends the requests of plan, pipelined, and tells the plan

@@ -32,8 +32,8 @@ const (
 // One goroutine (the event goroutine) reads, decodes, commits and runs the
 // handlers: handing entries to a second goroutine for decoding was
 // measured no faster on 2 cores (the hand-off costs what the overlap
-// saves), and a slow handler then holds back the pulls directly, so memory
-// stays bounded by the consumer's pull size.
+// saves; docs/design.md), and a slow handler then holds back the pulls
+// directly, so memory stays bounded by the consumer's pull size.
 func (w *Watcher) tail() error {
 	reconnected, stopWatching := w.reconnects()
 	defer stopWatching()
@@ -119,9 +119,10 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			return err
 		}
 	}
-	// 1,000 messages a pull: the initial delivery of a fresh bucket goes
-	// faster than with the default 500, at ~200 KiB of buffer for values
-	// of ~200 bytes.
+	// 1,000 messages a pull: a consumer's initial delivery of a state went
+	// faster than with nats.go's default 500, and the client buffers at
+	// most one pull, 1,000 values (BENCHMARKS.md, Design decisions:
+	// "tail.go: 1,000 messages a pull").
 	it, err := cons.Messages(jetstream.PullHeartbeat(w.cfg.heartbeat), jetstream.PullMaxMessages(1000),
 		jetstream.WithMessagesErrOnMissingHeartbeat(true))
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 
 // This file is read-your-writes: a node that wrote a value (a typed write
 // returns its revision) waits until its own watcher has it. Through an
-// edge's mirror that takes a moment (~1 ms, 13–17 s after the hub
-// restarted: NATS-FACTS.md), and a Get right after a Put through a
-// mirror can read the old value.
+// edge's mirror that takes a moment, and seconds after the hub restarted
+// (the measured delays: README, Fleet scale), so a Get right after a Put
+// through a mirror can read the old value.
 
 // WaitRevision blocks until every change up to revision rev within the
 // watcher's scopes is in its caches (nil), ctx ends (its error), or the

@@ -281,14 +281,14 @@ func (w *Watcher) matchesScopes(key string) bool { return w.scopeKeys.matches(ke
 func (w *Watcher) checkFilterCount(filters []string) error {
 	n := len(filters)
 	if n > w.cfg.maxFilters {
-		return fmt.Errorf("%w: %d filters, at most %d (WithMaxFilters): creating a consumer costs O(filters²) "+
-			"on the server (1–2 s at 5,000, 3–4 s at 8,000 on nats-server 2.15.2, BenchmarkCreateConsumerFilters), again at every reset; "+
-			"split the scopes over several watchers or use broader scopes", ErrTooManyFilters, n, w.cfg.maxFilters)
+		return fmt.Errorf("%w: %d filters, at most %d (WithMaxFilters): consumer creation costs the server O(filters²), "+
+			"again at every reset (see BENCHMARKS.md); split the scopes over several watchers or use broader scopes",
+			ErrTooManyFilters, n, w.cfg.maxFilters)
 	}
 	if n > warnFilters {
 		w.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "kvwatch: many subject filters on one consumer",
 			slog.String("bucket", w.bucket), slog.Int("filters", n),
-			slog.String("cost", "consumer creation is O(filters²) on the server: ~0.1 s at 1,000 filters, 1–2 s at 5,000 (nats-server 2.15.2)"))
+			slog.String("cost", "consumer creation costs the server O(filters²), again at every reset; see BENCHMARKS.md"))
 	}
 	return nil
 }
