@@ -115,19 +115,20 @@ func fakeRuntime(t *testing.T, root, min, max string) string {
 	dir := t.TempDir()
 	copyFile(t, filepath.Join(root, "go.mod"), filepath.Join(dir, "go.mod"))
 	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
-	src := filepath.Join(root, "runtime", "kvwatch")
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
+	// The runtime and the module's packages it imports.
+	for _, pkg := range []string{"runtime/kvwatch", "internal/version", "internal/keys"} {
+		src := filepath.Join(root, filepath.FromSlash(pkg))
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
 		}
-		copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dir, "runtime", "kvwatch", e.Name()))
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dir, filepath.FromSlash(pkg), e.Name()))
+		}
 	}
-	// The runtime reads its version from internal/version.
-	copyFile(t, filepath.Join(root, "internal", "version", "version.go"), filepath.Join(dir, "internal", "version", "version.go"))
 	version := filepath.Join(dir, "runtime", "kvwatch", "version.go")
 	b, err := os.ReadFile(version)
 	if err != nil {

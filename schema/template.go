@@ -2,17 +2,16 @@ package schema
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 	"go.yaml.in/yaml/v3"
 )
 
-var (
-	paramName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	literalToken = regexp.MustCompile(`^[-/_=A-Za-z0-9]+$`)
-	paramTypes   = []string{string(ParamString), string(ParamInt), string(ParamUint)}
-)
+// The grammar's rules (charset, parameter names, canonical decimals) are
+// internal/keys', which the runtime follows too; this file adds where
+// each problem is and what to do about it.
+var paramTypes = []string{string(ParamString), string(ParamInt), string(ParamUint)}
 
 // template parses the key template (or scope prefix) in scalar node n.
 // Errors point at the offending character when the scalar is on one line.
@@ -64,8 +63,8 @@ func (l *loader) template(n *yaml.Node, what string) *Template {
 			l.add(p, "%s %q: token %q has a wildcard: '*' and '>' are subject wildcards, not key characters; a template names its variable parts {like_this}", what, raw, tok)
 		case strings.ContainsAny(tok, "{}"):
 			l.add(p, "%s %q: token %q: a parameter must be a whole token, written {name} or {name:type}", what, raw, tok)
-		case !literalToken.MatchString(tok):
-			l.add(p, "%s %q: token %q has characters outside the key charset [-/_=A-Za-z0-9]", what, raw, tok)
+		case !keys.IsToken(tok):
+			l.add(p, "%s %q: token %q has characters outside the key charset %s", what, raw, tok, keys.Charset)
 		default:
 			t.Tokens = append(t.Tokens, Token{Literal: tok})
 		}
@@ -79,7 +78,7 @@ func (l *loader) template(n *yaml.Node, what string) *Template {
 // param parses the inside of a {...} token.
 func (l *loader) param(inner, what string, p Pos) *Param {
 	name, typ, typed := strings.Cut(inner, ":")
-	if !paramName.MatchString(name) {
+	if !keys.IsParamName(name) {
 		l.add(p, "%s: parameter name %q must be a letter or '_' followed by letters, digits or '_'", what, name)
 		return nil
 	}
@@ -156,29 +155,12 @@ func paramAccepts(t ParamType, lit string) bool {
 }
 
 // canonicalInt reports whether s is a canonical decimal integer that fits
-// in 64 bits (signed when signed is set).
+// in 64 bits (signed when signed is set): what the runtime's parsers accept.
 func canonicalInt(s string, signed bool) bool {
-	digits := s
-	if signed && strings.HasPrefix(s, "-") {
-		digits = s[1:]
-		if digits == "0" {
-			return false
-		}
-	}
-	if digits == "" || (len(digits) > 1 && digits[0] == '0') {
-		return false
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return false
-		}
-	}
-	limit := "18446744073709551615" // max uint64
 	if signed {
-		limit = "9223372036854775807"
-		if s[0] == '-' {
-			limit = "9223372036854775808"
-		}
+		_, err := keys.ParseInt(s)
+		return err == nil
 	}
-	return len(digits) < len(limit) || (len(digits) == len(limit) && digits <= limit)
+	_, err := keys.ParseUint(s)
+	return err == nil
 }

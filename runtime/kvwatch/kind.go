@@ -352,7 +352,7 @@ func checkBindings(bindings []AnyBinding) ([]*Template, error) {
 		if err := b.check(); err != nil {
 			return nil, err
 		}
-		t, err := CompileTemplate(b.keyTemplate())
+		t, err := compileTemplate(b.keyTemplate())
 		if err != nil {
 			return nil, fmt.Errorf("kvwatch: kind %s: %w", b.kindName(), err)
 		}

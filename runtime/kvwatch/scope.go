@@ -3,6 +3,8 @@ package kvwatch
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 )
 
 // BucketSpec describes a bucket to the runtime. Generated code declares one
@@ -51,7 +53,7 @@ type compiledScope struct {
 func compileScopes(spec *BucketSpec, templates []*Template) ([]compiledScope, error) {
 	out := make([]compiledScope, 0, len(spec.Scopes))
 	for _, s := range spec.Scopes {
-		prefix, err := CompileTemplate(s.Prefix)
+		prefix, err := compileTemplate(s.Prefix)
 		if err != nil {
 			return nil, fmt.Errorf("kvwatch: bucket %s: scope %s: %w", spec.Bucket, s.Name, err)
 		}
@@ -75,22 +77,9 @@ func compileScopes(spec *BucketSpec, templates []*Template) ([]compiledScope, er
 }
 
 // isPrefixOf reports whether p's tokens are the first tokens of t: equal
-// literals, and parameters where t has parameters.
-func (p *Template) isPrefixOf(t *Template) bool {
-	if len(p.tokens) > len(t.tokens) {
-		return false
-	}
-	for i, pt := range p.tokens {
-		tt := t.tokens[i]
-		if (pt.param < 0) != (tt.param < 0) {
-			return false
-		}
-		if pt.param < 0 && pt.literal != tt.literal {
-			return false
-		}
-	}
-	return true
-}
+// literals, and parameters of the same name where t has parameters, as the
+// schema requires (keys.IsPrefix).
+func (p *Template) isPrefixOf(t *Template) bool { return keys.IsPrefix(p.tokens, t.tokens) }
 
 // filters returns the subject filters of one scope value, after checking
 // every parameter value. subjectPrefix is "$KV.<bucket>.".
@@ -100,7 +89,7 @@ func (cs *compiledScope) filters(subjectPrefix string, params []string) ([]strin
 		return nil, fmt.Errorf("kvwatch: scope %s: %d values for %d parameters", cs.spec.Name, len(params), len(names))
 	}
 	for i, v := range params {
-		if err := ValidToken(v); err != nil {
+		if err := keys.ValidToken(v); err != nil {
 			return nil, &ScopeError{Scope: cs.spec.Name, Param: names[i], Value: v, Err: err}
 		}
 	}
@@ -110,10 +99,10 @@ func (cs *compiledScope) filters(subjectPrefix string, params []string) ([]strin
 		if i > 0 {
 			b.WriteByte('.')
 		}
-		if tok.param < 0 {
-			b.WriteString(tok.literal)
+		if tok.IsParam() {
+			b.WriteString(params[cs.prefix.index[i]])
 		} else {
-			b.WriteString(params[tok.param])
+			b.WriteString(tok.Literal)
 		}
 	}
 	key := b.String()

@@ -4,57 +4,52 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 )
 
 // Template is a compiled key template such as "vpc.{vpc}.route.{route_id}":
-// tokens separated by '.', each a literal or a parameter. The generator has
-// validated the templates it emits; the runtime compiles them again so that
-// it can classify keys and build subject filters without knowing the schema.
+// tokens separated by '.', each a literal or a parameter, in the grammar of
+// internal/keys, which the schema follows too. The generator has validated
+// the templates it emits; the runtime compiles them again so that it can
+// classify keys and build subject filters without knowing the schema.
 //
 // A Template is immutable and safe for concurrent use.
 type Template struct {
 	raw    string
-	tokens []templateToken
+	tokens []keys.Token
+	// index maps each token to its parameter's index in params, -1 for a
+	// literal.
+	index  []int
 	params []string // parameter names in key order
 }
 
-// templateToken is one token of a template: a literal, or the index of a
-// parameter when param >= 0.
-type templateToken struct {
-	literal string
-	param   int
-}
-
-// CompileTemplate parses a key template. A parameter is written {name} or
+// compileTemplate parses a key template. A parameter is written {name} or
 // {name:type}; the runtime matches on token structure only, so the type is
 // accepted and ignored here (generated key parsers check it).
-func CompileTemplate(raw string) (*Template, error) {
+func compileTemplate(raw string) (*Template, error) {
 	if raw == "" {
 		return nil, fmt.Errorf("kvwatch: empty key template")
 	}
-	t := &Template{raw: raw}
-	for i, tok := range strings.Split(raw, ".") {
-		if strings.HasPrefix(tok, "{") && strings.HasSuffix(tok, "}") {
-			name, _, _ := strings.Cut(tok[1:len(tok)-1], ":")
-			if name == "" {
-				return nil, fmt.Errorf("kvwatch: template %q: token %d: empty parameter name", raw, i+1)
-			}
-			t.tokens = append(t.tokens, templateToken{param: len(t.params)})
-			t.params = append(t.params, name)
+	t := &Template{raw: raw, tokens: keys.SplitTemplate(raw)}
+	if err := keys.CheckTemplate(t.tokens); err != nil {
+		return nil, fmt.Errorf("kvwatch: template %q: %w", raw, err)
+	}
+	for _, tok := range t.tokens {
+		if tok.IsParam() {
+			t.index = append(t.index, len(t.params))
+			t.params = append(t.params, tok.Param)
 			continue
 		}
-		if err := ValidToken(tok); err != nil {
-			return nil, fmt.Errorf("kvwatch: template %q: token %d %q %w", raw, i+1, tok, err)
-		}
-		t.tokens = append(t.tokens, templateToken{literal: tok, param: -1})
+		t.index = append(t.index, -1)
 	}
 	return t, nil
 }
 
-// MustTemplate is CompileTemplate for templates known to be valid, such as
-// those in generated code. It panics on an invalid template.
+// MustTemplate compiles a template known to be valid, such as those in
+// generated code. It panics on an invalid template.
 func MustTemplate(raw string) *Template {
-	t, err := CompileTemplate(raw)
+	t, err := compileTemplate(raw)
 	if err != nil {
 		panic(err)
 	}
@@ -106,19 +101,19 @@ func (t *Template) split(key string, params []string, explain bool) error {
 		}
 		var part string
 		part, rest, more = strings.Cut(rest, ".")
-		if tok.param < 0 {
-			if part != tok.literal {
-				return fail(func() string { return fmt.Sprintf("token %d is %q, want %q", i+1, part, tok.literal) })
+		if !tok.IsParam() {
+			if part != tok.Literal {
+				return fail(func() string { return fmt.Sprintf("token %d is %q, want %q", i+1, part, tok.Literal) })
 			}
 			continue
 		}
-		if !validTokenFast(part) {
+		if !keys.IsToken(part) {
 			return fail(func() string {
-				return fmt.Sprintf("token %d (parameter %s) %v", i+1, t.params[tok.param], ValidToken(part))
+				return fmt.Sprintf("token %d (parameter %s) %v", i+1, tok.Param, keys.ValidToken(part))
 			})
 		}
 		if params != nil {
-			params[tok.param] = part
+			params[t.index[i]] = part
 		}
 	}
 	if more {

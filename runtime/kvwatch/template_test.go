@@ -46,19 +46,3 @@ func TestTemplateMatchDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Match allocates %v times per run", allocs)
 	}
 }
-
-func TestValidToken(t *testing.T) {
-	for _, ok := range []string{"a", "A-b_c=d/e", "0"} {
-		if err := ValidToken(ok); err != nil {
-			t.Errorf("ValidToken(%q) = %v", ok, err)
-		}
-	}
-	for bad, reason := range map[string]string{
-		"": "is empty", ".": "token separator", "a.b": "token separator", "*": "wildcard", ">": "wildcard",
-		"a b": "whitespace", "\t": "whitespace", "é": "outside the key charset", "a,b": "outside the key charset",
-	} {
-		if err := ValidToken(bad); err == nil || !strings.Contains(err.Error(), reason) {
-			t.Errorf("ValidToken(%q) = %v, want %q", bad, err, reason)
-		}
-	}
-}
