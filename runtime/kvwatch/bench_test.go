@@ -58,17 +58,6 @@ func BenchmarkTemplateSplit(b *testing.B) {
 	}
 }
 
-func BenchmarkNormalizeFilters1000Scopes(b *testing.B) {
-	var in []string
-	for i := range 1000 {
-		in = append(in, fmt.Sprintf("$KV.b.vpc.v%d", i), fmt.Sprintf("$KV.b.vpc.v%d.>", i))
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		NormalizeFilters(in)
-	}
-}
-
 // BenchmarkApply is one live event through a watcher: key parse, JSON
 // decode of a ~200-byte value, cache update (with its copy) and the
 // handler call.

@@ -1,5 +1,7 @@
 package kvwatch
 
+import "github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+
 // This file is the one description of how a watcher gets from what its
 // caches hold to an exact state. Every path produces it (the initial read,
 // a resumed watcher's delta, a re-list, a retried read, a consumer reset,
@@ -63,7 +65,7 @@ type catchUp struct {
 	// until done bring them in, and are flagged Initial too (they may be
 	// older than live events already delivered, when the added scopes were
 	// read from a replica behind the watcher).
-	added *filterMatcher
+	added *subjects.Matcher
 	// path names how the state was read, for Stats.
 	path string
 	// done runs on the event goroutine once the catch-up is sealed: the
@@ -93,7 +95,7 @@ func (c *catchUp) applied(rev uint64) {
 // initialEntry reports whether an entry of key delivered now is flagged
 // Initial.
 func (c *catchUp) initialEntry(key string) bool {
-	return c.initial || (c.added != nil && c.added.matches(key))
+	return c.initial || (c.added != nil && c.added.Matches(key))
 }
 
 // reached reports whether the tail is at or past the target.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // This file is resume: a watcher hands out a checkpoint (its caches at one
@@ -219,9 +221,9 @@ func removesSilently(cfg jetstream.StreamConfig) bool {
 // filtersCover reports whether every filter of want is matched by have:
 // equal to one, or subsumed by a "p.>" or a wildcard filter of have.
 func filtersCover(have, want []string) bool {
-	m := newFilterMatcher(have)
+	m := subjects.NewMatcher(have)
 	for _, f := range want {
-		if !m.matches(f) {
+		if !m.Matches(f) {
 			return false
 		}
 	}

@@ -1,6 +1,10 @@
 package kvwatch
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+)
 
 // dedupeWindow recognises the consumer's replay of entries a read without
 // a consumer already delivered: after SetScopes added scopes (the consumer
@@ -15,7 +19,7 @@ type dedupeWindow struct {
 
 // dedupeGroup is the keys read as of one revision.
 type dedupeGroup struct {
-	keys *filterMatcher // as key filters
+	keys *subjects.Matcher // as key filters
 	upTo uint64
 }
 
@@ -25,7 +29,7 @@ func (d *dedupeWindow) covers(e *rawEntry) bool {
 		return false
 	}
 	for _, g := range d.groups {
-		if e.revision <= g.upTo && g.keys.matches(e.key) {
+		if e.revision <= g.upTo && g.keys.Matches(e.key) {
 			return true
 		}
 	}

@@ -130,26 +130,3 @@ func TestReadPlanListsDenseFiltersWithoutLosingTheDensity(t *testing.T) {
 		t.Errorf("sent %d, refused %d; want 100 refused (one per filter, then listed)", sent, refused)
 	}
 }
-
-// The scan completing a read asks for one subject covering every filter,
-// as narrow as one subject can be.
-func TestScanSubject(t *testing.T) {
-	const prefix = "$KV.b."
-	for _, c := range []struct {
-		filters []string
-		want    string
-	}{
-		{[]string{"$KV.b.p.1.>"}, "$KV.b.p.1.>"},
-		{[]string{"$KV.b.vpc.a"}, "$KV.b.vpc.a"},
-		{[]string{"$KV.b.vpc.a", "$KV.b.vpc.a.>"}, "$KV.b.vpc.>"},
-		{[]string{"$KV.b.p.1.>", "$KV.b.p.2.>"}, "$KV.b.p.>"},
-		{[]string{"$KV.b.t.x.a.>", "$KV.b.t.x.b.>"}, "$KV.b.t.x.>"},
-		{[]string{"$KV.b.p.1.>", "$KV.b.q.2.>"}, "$KV.b.>"},
-		{[]string{"$KV.b.p", "$KV.b.q"}, "$KV.b.>"},
-		{[]string{"$KV.b.*.x.>", "$KV.b.*.y.>"}, "$KV.b.>"},
-	} {
-		if got := scanSubject(prefix, c.filters); got != c.want {
-			t.Errorf("scanSubject(%q) = %q, want %q", c.filters, got, c.want)
-		}
-	}
-}

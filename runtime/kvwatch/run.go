@@ -102,7 +102,7 @@ func (w *Watcher) rescope(reqs []*rescopeRequest) error {
 			// the read that follows confirms the added scopes' keys, and
 			// those it does not find are deleted when the scopes are
 			// caught up (as a retried initial read does).
-			w.beginRelist(w.keyMatcher(sw.added()).matches)
+			w.beginRelist(w.keyMatcher(sw.added()).Matches)
 		}
 		plan, err := w.rescopePlan(reqs, &sw)
 		if err == nil {

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // This file seals a catch-up (see catchup.go): it reads every entry
@@ -23,7 +24,7 @@ import (
 //
 // The seal asks for one subject (a direct get takes one): the watcher's
 // filter when it has one, otherwise the narrowest wildcard covering all of
-// them (scanSubject), up to the whole bucket. It reads what that subject
+// them (subjects.Covering), up to the whole bucket. It reads what that subject
 // received since the tail's last entry, which the tail brought close to
 // the stream's end first: normally little. A bucket written faster than
 // the seal reads would keep it going: after maxSealRounds answers it
@@ -57,7 +58,7 @@ const (
 // whether it got there. Cut short, it advances them as far as it read,
 // and end is where the stream had got to as far as the seal knows.
 func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete bool, err error) {
-	subject, deliver := scanSubject(w.subjectPrefix, w.filters), w.scanDeliver(plan)
+	subject, deliver := subjects.Covering(w.subjectPrefix, w.filters), w.scanDeliver(plan)
 	var read uint64
 	if w.directGet {
 		read, end, complete, err = w.sealByDirectGet(ctx, subject, plan.from, deliver)
@@ -111,7 +112,7 @@ func (w *Watcher) bridge() {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
 	defer cancel()
-	read, _, complete, err := w.sealByDirectGet(ctx, scanSubject(w.subjectPrefix, w.filters), plan.from, w.scanDeliver(plan))
+	read, _, complete, err := w.sealByDirectGet(ctx, subjects.Covering(w.subjectPrefix, w.filters), plan.from, w.scanDeliver(plan))
 	plan.applied(read)
 	w.raiseRevision(plan.from)
 	if !complete {
@@ -235,31 +236,4 @@ func (w *Watcher) msgGetNext(ctx context.Context, seq uint64, subject string) (e
 		return rawEntry{}, false, fmt.Errorf("stream message get: subject %q is not in the bucket", m.Subject)
 	}
 	return rawEntry{key: key, value: m.Data, op: opOf(hdr), revision: m.Sequence, created: m.Time}, true, nil
-}
-
-// scanSubject returns one subject covering every filter: the filter
-// itself when there is one, else the filters' common literal tokens and
-// ">", one token shorter when a filter ends there (">" needs a token to
-// match), and never shorter than the bucket's prefix.
-func scanSubject(prefix string, filters []string) string {
-	if len(filters) == 1 {
-		return filters[0]
-	}
-	common := strings.Split(filters[0], ".")
-	for _, f := range filters {
-		tokens := strings.Split(f, ".")
-		n := 0
-		for n < len(common) && n < len(tokens) && common[n] == tokens[n] && tokens[n] != "*" && tokens[n] != ">" {
-			n++
-		}
-		if n == len(tokens) {
-			n-- // f is the common part itself
-		}
-		common = common[:n]
-	}
-	covering := strings.Join(common, ".") + "."
-	if len(covering) < len(prefix) {
-		return prefix + ">"
-	}
-	return covering + ">"
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // This file is read-your-writes: a node that wrote a value (a typed write
@@ -89,8 +91,8 @@ func (w *Watcher) upTo(ctx context.Context, rev uint64) (bool, error) {
 	}
 	defer dg.close()
 	pendingInScope := false
-	end, err := dg.read(directGetRequest{Seq: from + 1, NextBySubj: scanSubject(w.subjectPrefix, filters), Batch: sealBatch}, func(msg *nats.Msg) {
-		if e, ok := w.directEntry(msg); ok && e.revision <= rev && matcher.matches(e.key) {
+	end, err := dg.read(directGetRequest{Seq: from + 1, NextBySubj: subjects.Covering(w.subjectPrefix, filters), Batch: sealBatch}, func(msg *nats.Msg) {
+		if e, ok := w.directEntry(msg); ok && e.revision <= rev && matcher.Matches(e.key) {
 			pendingInScope = true
 		}
 	})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // Watcher watches the entries of one bucket within a set of scopes, with
@@ -46,7 +48,7 @@ type Watcher struct {
 	scopes      []compiledScope
 	filters     []string // normalized; empty means watch nothing
 	// scopeKeys matches keys against the filters: the keys in scope.
-	scopeKeys *filterMatcher
+	scopeKeys *subjects.Matcher
 
 	state    state // caches and revision
 	restored int   // entries restored from a checkpoint
@@ -259,14 +261,14 @@ func (w *Watcher) Bucket() string { return w.bucket }
 // filtersFor returns the consumer filters of scopes: their subjects,
 // normalized, within the maximum count. Scope subjects are literal tokens
 // with an optional trailing ">", which normalization never widens (see
-// NormalizeFilters): the filters match exactly the keys in scope, and the
+// subjects.Normalize): the filters match exactly the keys in scope, and the
 // server does all the filtering.
 func (w *Watcher) filtersFor(scopes Scopes) ([]string, error) {
-	subjects, err := w.scopeSubjects(scopes)
+	scoped, err := w.scopeSubjects(scopes)
 	if err != nil {
 		return nil, err
 	}
-	filters, _ := NormalizeFilters(subjects)
+	filters, _ := subjects.Normalize(scoped)
 	if err := w.checkFilterCount(filters); err != nil {
 		return nil, err
 	}
@@ -274,7 +276,7 @@ func (w *Watcher) filtersFor(scopes Scopes) ([]string, error) {
 }
 
 // matchesScopes reports whether key matches a scope filter.
-func (w *Watcher) matchesScopes(key string) bool { return w.scopeKeys.matches(key) }
+func (w *Watcher) matchesScopes(key string) bool { return w.scopeKeys.Matches(key) }
 
 // checkFilterCount refuses more filters than the configured maximum and
 // warns above warnFilters, with the cost that comes with them.
@@ -294,12 +296,12 @@ func (w *Watcher) checkFilterCount(filters []string) error {
 }
 
 // keyMatcher matches keys against subject filters of this bucket.
-func (w *Watcher) keyMatcher(filters []string) *filterMatcher {
+func (w *Watcher) keyMatcher(filters []string) *subjects.Matcher {
 	keys := make([]string, len(filters))
 	for i, f := range filters {
 		keys[i] = strings.TrimPrefix(f, w.subjectPrefix)
 	}
-	return newFilterMatcher(keys)
+	return subjects.NewMatcher(keys)
 }
 
 // deliver prepares and commits one raw entry on the event goroutine. The

@@ -1,4 +1,4 @@
-package kvwatch
+package subjects
 
 import (
 	"fmt"
@@ -28,8 +28,8 @@ func TestSubjectSubsumes(t *testing.T) {
 		{"a.b.>", "a.b", false},
 		{"a", "a.b", false},
 	} {
-		if got := subjectSubsumes(c.a, c.b); got != c.want {
-			t.Errorf("subjectSubsumes(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		if got := Subsumes(c.a, c.b); got != c.want {
+			t.Errorf("Subsumes(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }
@@ -49,16 +49,16 @@ func TestSubjectsIntersect(t *testing.T) {
 		{"a.*.>", "a.b.c", true},
 		{">", "x.y", true},
 	} {
-		if got := subjectsIntersect(c.a, c.b); got != c.want {
-			t.Errorf("subjectsIntersect(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		if got := Intersect(c.a, c.b); got != c.want {
+			t.Errorf("Intersect(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
-		if got := subjectsIntersect(c.b, c.a); got != c.want {
-			t.Errorf("subjectsIntersect(%q, %q) = %v, want %v", c.b, c.a, got, c.want)
+		if got := Intersect(c.b, c.a); got != c.want {
+			t.Errorf("Intersect(%q, %q) = %v, want %v", c.b, c.a, got, c.want)
 		}
 	}
 }
 
-func TestNormalizeFilters(t *testing.T) {
+func TestNormalize(t *testing.T) {
 	for _, c := range []struct {
 		in      []string
 		want    []string
@@ -74,21 +74,21 @@ func TestNormalizeFilters(t *testing.T) {
 		{[]string{">", "k.a"}, []string{">"}, false},
 	} {
 		in := slices.Clone(c.in)
-		got, widened := NormalizeFilters(c.in)
+		got, widened := Normalize(c.in)
 		if !slices.Equal(got, c.want) || widened != c.widened {
-			t.Errorf("NormalizeFilters(%q) = %q, %v; want %q, %v", c.in, got, widened, c.want, c.widened)
+			t.Errorf("Normalize(%q) = %q, %v; want %q, %v", c.in, got, widened, c.want, c.widened)
 		}
 		if !slices.Equal(in, c.in) {
-			t.Errorf("NormalizeFilters modified its input: %q", c.in)
+			t.Errorf("Normalize modified its input: %q", c.in)
 		}
 	}
 }
 
-// TestNormalizeFiltersProperties checks, on random filter sets, the
+// TestNormalizeProperties checks, on random filter sets, the
 // contract every server relies on: sorted, no duplicates, no pair where one
 // covers or intersects the other, and every subject matched by an input
 // filter is matched by the output.
-func TestNormalizeFiltersProperties(t *testing.T) {
+func TestNormalizeProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tokens := []string{"a", "b", "c", "*"}
 	randomFilter := func() string {
@@ -122,21 +122,21 @@ func TestNormalizeFiltersProperties(t *testing.T) {
 		for i := range in {
 			in[i] = randomFilter()
 		}
-		out, _ := NormalizeFilters(in)
+		out, _ := Normalize(in)
 		msg := fmt.Sprintf("round %d: %q -> %q", round, in, out)
 		if !slices.IsSorted(out) {
 			t.Fatalf("%s: not sorted", msg)
 		}
 		for i := range out {
 			for j := range out {
-				if i != j && (subjectSubsumes(out[i], out[j]) || subjectsIntersect(out[i], out[j])) {
+				if i != j && (Subsumes(out[i], out[j]) || Intersect(out[i], out[j])) {
 					t.Fatalf("%s: %q and %q overlap", msg, out[i], out[j])
 				}
 			}
 		}
 		for _, s := range subjects {
-			inMatch := slices.ContainsFunc(in, func(f string) bool { return subjectSubsumes(f, s) })
-			outMatch := slices.ContainsFunc(out, func(f string) bool { return subjectSubsumes(f, s) })
+			inMatch := slices.ContainsFunc(in, func(f string) bool { return Subsumes(f, s) })
+			outMatch := slices.ContainsFunc(out, func(f string) bool { return Subsumes(f, s) })
 			if inMatch && !outMatch {
 				t.Fatalf("%s: %q matched by the input, not the output", msg, s)
 			}
@@ -144,7 +144,7 @@ func TestNormalizeFiltersProperties(t *testing.T) {
 	}
 }
 
-func TestNormalizeFiltersScale(t *testing.T) {
+func TestNormalizeScale(t *testing.T) {
 	// 5,000 scopes of two filters each must normalize quickly (this is a
 	// correctness check of the result; speed is for the benchmarks).
 	var in []string
@@ -152,8 +152,42 @@ func TestNormalizeFiltersScale(t *testing.T) {
 		in = append(in, fmt.Sprintf("$KV.b.vpc.v%d", i), fmt.Sprintf("$KV.b.vpc.v%d.>", i))
 	}
 	in = append(in, "$KV.b.vpc.v7.route.x") // covered by v7.>
-	out, widened := NormalizeFilters(in)
+	out, widened := Normalize(in)
 	if len(out) != 10000 || widened {
 		t.Fatalf("got %d filters (widened %v), want 10000", len(out), widened)
+	}
+}
+
+// The scan completing a read asks for one subject covering every filter,
+// as narrow as one subject can be.
+func TestCovering(t *testing.T) {
+	const prefix = "$KV.b."
+	for _, c := range []struct {
+		filters []string
+		want    string
+	}{
+		{[]string{"$KV.b.p.1.>"}, "$KV.b.p.1.>"},
+		{[]string{"$KV.b.vpc.a"}, "$KV.b.vpc.a"},
+		{[]string{"$KV.b.vpc.a", "$KV.b.vpc.a.>"}, "$KV.b.vpc.>"},
+		{[]string{"$KV.b.p.1.>", "$KV.b.p.2.>"}, "$KV.b.p.>"},
+		{[]string{"$KV.b.t.x.a.>", "$KV.b.t.x.b.>"}, "$KV.b.t.x.>"},
+		{[]string{"$KV.b.p.1.>", "$KV.b.q.2.>"}, "$KV.b.>"},
+		{[]string{"$KV.b.p", "$KV.b.q"}, "$KV.b.>"},
+		{[]string{"$KV.b.*.x.>", "$KV.b.*.y.>"}, "$KV.b.>"},
+	} {
+		if got := Covering(prefix, c.filters); got != c.want {
+			t.Errorf("Covering(%q) = %q, want %q", c.filters, got, c.want)
+		}
+	}
+}
+
+func BenchmarkNormalize1000Scopes(b *testing.B) {
+	var in []string
+	for i := range 1000 {
+		in = append(in, fmt.Sprintf("$KV.b.vpc.v%d", i), fmt.Sprintf("$KV.b.vpc.v%d.>", i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Normalize(in)
 	}
 }

@@ -1,17 +1,23 @@
-package kvwatch
+// Package subjects is the subject algebra of the runtime's filters:
+// subsumption, intersection and generalization of NATS subjects, the
+// normalization of a watcher's filter set into one a consumer accepts, a
+// matcher of literal subjects against a filter set, and the one subject
+// covering a filter set that a direct get can ask for. It knows nothing of
+// buckets or watchers, and needs no server to test.
+package subjects
 
 import (
 	"slices"
 	"strings"
 )
 
-// This file is the subject algebra behind filter normalization. Subjects are
+// Subjects are
 // token sequences where "*" matches exactly one token and a final ">" matches
 // one or more tokens (so "a.>" does not match "a").
 
-// subjectSubsumes reports whether every subject matched by b is also matched
+// Subsumes reports whether every subject matched by b is also matched
 // by a.
-func subjectSubsumes(a, b string) bool {
+func Subsumes(a, b string) bool {
 	at, bt := strings.Split(a, "."), strings.Split(b, ".")
 	for i, tok := range at {
 		if tok == ">" {
@@ -33,8 +39,8 @@ func subjectSubsumes(a, b string) bool {
 	return len(at) == len(bt)
 }
 
-// subjectsIntersect reports whether some subject is matched by both a and b.
-func subjectsIntersect(a, b string) bool {
+// Intersect reports whether some subject is matched by both a and b.
+func Intersect(a, b string) bool {
 	at, bt := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; ; i++ {
 		switch {
@@ -48,12 +54,12 @@ func subjectsIntersect(a, b string) bool {
 	}
 }
 
-// subjectGeneralize returns the narrowest subject of the form this algebra
+// Generalize returns the narrowest subject of the form this algebra
 // can express that matches everything a and b match: equal tokens are kept,
 // differing ones become "*", and from the first ">" (or length difference)
 // on, ">". It is only used for intersecting pairs, whose lengths can differ
 // only under a ">".
-func subjectGeneralize(a, b string) string {
+func Generalize(a, b string) string {
 	at, bt := strings.Split(a, "."), strings.Split(b, ".")
 	out := make([]string, 0, max(len(at), len(bt)))
 	for i := 0; i < len(at) && i < len(bt); i++ {
@@ -72,7 +78,7 @@ func subjectGeneralize(a, b string) string {
 	return strings.Join(out, ".")
 }
 
-// NormalizeFilters returns a filter set that every server version accepts
+// Normalize returns a filter set that every server version accepts
 // for one multi-filter consumer and that matches at least everything the
 // input matches: no duplicates, no filter subsumed by another, no two
 // filters that intersect (servers 2.10.14 to 2.12.4 reject any
@@ -89,7 +95,7 @@ func subjectGeneralize(a, b string) string {
 //
 // Cost: O(n log n) for filters without "*", plus O(n) pairwise work for each
 // filter that has one.
-func NormalizeFilters(filters []string) (normalized []string, widened bool) {
+func Normalize(filters []string) (normalized []string, widened bool) {
 	set := slices.Clone(filters)
 	for {
 		set = dropCovered(set)
@@ -97,7 +103,7 @@ func NormalizeFilters(filters []string) (normalized []string, widened bool) {
 		if !found {
 			return set, widened
 		}
-		merged := subjectGeneralize(set[i], set[j])
+		merged := Generalize(set[i], set[j])
 		set = slices.Delete(set, j, j+1) // j > i: delete j first
 		set[i] = merged
 		widened = true
@@ -170,7 +176,7 @@ func coveredByTail(f string, tails map[string]struct{}) bool {
 // coveredByWild reports whether a filter with "*" other than f covers f.
 func coveredByWild(f string, wild []string) bool {
 	for _, g := range wild {
-		if g != f && subjectSubsumes(g, f) {
+		if g != f && Subsumes(g, f) {
 			return true
 		}
 	}
@@ -179,14 +185,14 @@ func coveredByWild(f string, wild []string) bool {
 
 // findIntersecting returns a pair (i < j) of intersecting filters. Only
 // pairs involving a filter with "*" can intersect once covered filters are
-// gone (see NormalizeFilters), so only those are compared.
+// gone (see Normalize), so only those are compared.
 func findIntersecting(set []string) (i, j int, found bool) {
 	for w, f := range set {
 		if isSimpleFilter(f) {
 			continue
 		}
 		for k, g := range set {
-			if k != w && subjectsIntersect(f, g) {
+			if k != w && Intersect(f, g) {
 				return min(w, k), max(w, k), true
 			}
 		}
@@ -194,18 +200,19 @@ func findIntersecting(set []string) (i, j int, found bool) {
 	return 0, 0, false
 }
 
-// filterMatcher matches literal subjects against a filter set: a map
+// Matcher matches literal subjects against a filter set: a map
 // lookup per token prefix for the simple filters, pairwise only for
 // filters with "*".
-type filterMatcher struct {
+type Matcher struct {
 	all   bool // a ">" filter: everything matches
 	exact map[string]bool
 	tails map[string]struct{} // p for every "p.>"
 	wild  []string
 }
 
-func newFilterMatcher(filters []string) *filterMatcher {
-	m := &filterMatcher{exact: make(map[string]bool), tails: make(map[string]struct{})}
+// NewMatcher returns a Matcher of filters.
+func NewMatcher(filters []string) *Matcher {
+	m := &Matcher{exact: make(map[string]bool), tails: make(map[string]struct{})}
 	for _, f := range filters {
 		m.exact[f] = true
 		switch {
@@ -220,8 +227,35 @@ func newFilterMatcher(filters []string) *filterMatcher {
 	return m
 }
 
-// matches reports whether some filter matches the literal subject s, or,
+// Matches reports whether some filter matches the literal subject s, or,
 // for s a filter, equals or covers it.
-func (m *filterMatcher) matches(s string) bool {
+func (m *Matcher) Matches(s string) bool {
 	return m.all || m.exact[s] || coveredByTail(s, m.tails) || coveredByWild(s, m.wild)
+}
+
+// Covering returns one subject covering every filter: the filter
+// itself when there is one, else the filters' common literal tokens and
+// ">", one token shorter when a filter ends there (">" needs a token to
+// match), and never shorter than the bucket's prefix.
+func Covering(prefix string, filters []string) string {
+	if len(filters) == 1 {
+		return filters[0]
+	}
+	common := strings.Split(filters[0], ".")
+	for _, f := range filters {
+		tokens := strings.Split(f, ".")
+		n := 0
+		for n < len(common) && n < len(tokens) && common[n] == tokens[n] && tokens[n] != "*" && tokens[n] != ">" {
+			n++
+		}
+		if n == len(tokens) {
+			n-- // f is the common part itself
+		}
+		common = common[:n]
+	}
+	covering := strings.Join(common, ".") + "."
+	if len(covering) < len(prefix) {
+		return prefix + ">"
+	}
+	return covering + ">"
 }
