@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,7 +117,20 @@ func fakeRuntime(t *testing.T, root, min, max string) string {
 	copyFile(t, filepath.Join(root, "go.mod"), filepath.Join(dir, "go.mod"))
 	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
 	// The runtime and the module's packages it imports.
-	for _, pkg := range []string{"runtime/kvwatch", "internal/version", "internal/keys"} {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./runtime/kvwatch").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []string
+	for line := range strings.Lines(string(out)) {
+		if rel, ok := strings.CutPrefix(strings.TrimSpace(line), "github.com/kvwatchgen/kvwatchgen/"); ok {
+			pkgs = append(pkgs, rel)
+		}
+	}
+	if !slices.Contains(pkgs, "runtime/kvwatch") {
+		t.Fatalf("go list found no runtime/kvwatch: %q", out)
+	}
+	for _, pkg := range pkgs {
 		src := filepath.Join(root, filepath.FromSlash(pkg))
 		entries, err := os.ReadDir(src)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 // Microbenchmarks of the hot paths, with allocation counts:
@@ -119,7 +121,7 @@ func BenchmarkDirectEntry(b *testing.B) {
 		if msg.Header.Get("Status") != "" || msg.Header.Get("Description") != "" {
 			b.Fatal("status")
 		}
-		w.stats.pending.Store(headerUint(msg, "Nats-Num-Pending"))
+		w.stats.pending.Store(directget.HeaderUint(msg, "Nats-Num-Pending"))
 		if _, ok := w.directEntry(msg); !ok {
 			b.Fatal("not in the bucket")
 		}

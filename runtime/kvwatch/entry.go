@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 // KV headers, as written by nats.go and the server.
@@ -46,7 +48,7 @@ func (w *Watcher) directEntry(msg *nats.Msg) (e rawEntry, ok bool) {
 		key:      key,
 		value:    msg.Data,
 		op:       opOf(msg.Header),
-		revision: headerUint(msg, "Nats-Sequence"),
+		revision: directget.HeaderUint(msg, "Nats-Sequence"),
 		created:  created,
 	}, true
 }

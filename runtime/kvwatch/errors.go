@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 var (
@@ -78,7 +80,9 @@ func (w *Watcher) permissionError() error {
 // stream message API, which seals catch-ups on streams without direct get
 // (README, Permissions). A refusal there is no reason to end any watch,
 // this watcher's or another's on the same connection.
-func (w *Watcher) optionalSubject() string { return apiPrefix(w.js) + "STREAM.MSG.GET." + w.stream }
+func (w *Watcher) optionalSubject() string {
+	return directget.APIPrefix(w.js) + "STREAM.MSG.GET." + w.stream
+}
 
 // refusedOptional reports whether the connection's last error is a
 // permissions violation on optionalSubject.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 // This file is live re-scoping: SetScopes changes what a running watcher
@@ -247,7 +249,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	// the keys written since).
 	res, err := w.readState(w.ctx, stream, added, last)
 	switch {
-	case errors.Is(err, errNoDirectGet):
+	case errors.Is(err, directget.ErrNoDirectGet):
 		w.noDirectGet()
 		return &catchUp{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
 	case err != nil:

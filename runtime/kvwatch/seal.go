@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 // This file seals a catch-up (see catchup.go): it reads every entry
@@ -41,7 +43,7 @@ import (
 // one entry a request, and stops after maxSealGets of them.
 
 // sealBatch is the number of messages a seal request asks for; a byte
-// limit (answerMaxBytes) may end an answer earlier.
+// limit (directget.AnswerMaxBytes) may end an answer earlier.
 const sealBatch = 1000
 
 // maxSealRounds bounds the answers of a seal that the bucket's writes
@@ -127,11 +129,11 @@ func (w *Watcher) bridge() {
 // returns the last revision read (also when a request failed: what was
 // delivered up to then) and, when cut short, where the stream had got to.
 func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uint64, deliver func(rawEntry)) (read, end uint64, complete bool, err error) {
-	dg := newDirectGetter(w.js, w.directStream, w.cfg.requestTimeout)
-	if err := dg.open(ctx); err != nil {
+	dg := directget.New(w.js, w.directStream, w.cfg.requestTimeout)
+	if err := dg.Open(ctx); err != nil {
 		return after, 0, false, err
 	}
-	defer dg.close()
+	defer dg.Close()
 	end = after
 	delivered := after // the newest entry delivered, in order
 	fn := func(msg *nats.Msg) {
@@ -141,19 +143,19 @@ func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uin
 		}
 	}
 	for round := 1; ; round++ {
-		res, err := dg.read(directGetRequest{Seq: end + 1, NextBySubj: subject, Batch: sealBatch}, fn)
+		res, err := dg.Read(directget.Request{Seq: end + 1, NextBySubj: subject, Batch: sealBatch}, fn)
 		switch {
-		case errors.Is(err, errNoResults):
+		case errors.Is(err, directget.ErrNoResults):
 			return end, end, true, nil // nothing after end
 		case err != nil:
 			return max(end, delivered), 0, false, fmt.Errorf("kvwatch: sealing the catch-up: %w", err)
 		}
-		end = max(end, res.lastSeq)
+		end = max(end, res.LastSeq)
 		switch {
-		case res.pending == 0:
+		case res.Pending == 0:
 			return end, end, true, nil
 		case round >= maxSealRounds:
-			return end, end + res.pending, false, nil
+			return end, end + res.Pending, false, nil
 		}
 	}
 }

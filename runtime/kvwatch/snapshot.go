@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 // readResult is what a read without a consumer found: the state of its
@@ -64,7 +66,7 @@ func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catch
 		return byConsumer, nil
 	}
 	res, err := w.readState(ctx, stream, w.filters, last)
-	if errors.Is(err, errNoDirectGet) {
+	if errors.Is(err, directget.ErrNoDirectGet) {
 		w.noDirectGet()
 		return byConsumer, nil
 	}
@@ -103,38 +105,38 @@ func (w *Watcher) readableStream(ctx context.Context) (jetstream.Stream, error) 
 // 1,024 keys is read as of before, the stream's last sequence when the
 // read began.
 func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (readResult, error) {
-	dg := newDirectGetter(w.js, w.directStream, w.cfg.requestTimeout)
-	if err := dg.open(ctx); err != nil {
+	dg := directget.New(w.js, w.directStream, w.cfg.requestTimeout)
+	if err := dg.Open(ctx); err != nil {
 		return readResult{}, err
 	}
-	defer dg.close()
-	first := directGetRequest{MultiLast: filters}
-	end, err := dg.read(first, w.deliverSnapshotMsg)
+	defer dg.Close()
+	first := directget.Request{MultiLast: filters}
+	end, err := dg.Read(first, w.deliverSnapshotMsg)
 	res := readResult{path: pathDirect}
-	plan := newReadPlan(nil, before)
+	plan := directget.NewPlan(nil, before)
 	switch {
-	case err == nil && end.pending == 0:
-		res.oldest, res.newest, res.atomic = end.upTo, end.upTo, true
+	case err == nil && end.Pending == 0:
+		res.oldest, res.newest, res.atomic = end.UpTo, end.UpTo, true
 		return res, nil
-	case errors.Is(err, errNoResults):
+	case errors.Is(err, directget.ErrNoResults):
 		// Nothing in scope now, so nothing at `before` either (a key
 		// deleted since still has its delete marker, which matches).
 		res.oldest, res.newest, res.atomic = before, before, true
 		return res, nil
-	case errors.Is(err, errTooManyResults) && len(filters) == 1:
+	case errors.Is(err, directget.ErrTooManyResults) && len(filters) == 1:
 		res.path = pathDirectListing
 		if err := w.planListing(ctx, plan, &res.marks, stream, filters[0]); err != nil {
 			return readResult{}, err
 		}
-	case errors.Is(err, errTooManyResults):
-		plan.rest = filters
+	case errors.Is(err, directget.ErrTooManyResults):
+		plan.Request(filters)
 	case err != nil:
 		return readResult{}, err
 	default:
 		// The byte limit cut the answer short: continue it from where it
 		// stopped, pinned at the revision it reported.
-		res.marks.mark(filters, end.upTo)
-		plan.resume(first, end)
+		res.marks.mark(filters, end.UpTo)
+		plan.Resume(first, end)
 	}
 	if err := w.readRequests(ctx, dg, stream, plan, &res); err != nil {
 		return readResult{}, err
@@ -146,28 +148,21 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 	return res, nil
 }
 
-// readWindow is how many direct get requests are in flight at once: the
-// server prepares the next answers while the watcher decodes one, and 8
-// bounds what answers in flight can buffer to 32 MiB (readWindow x
-// answerMaxBytes). More in flight did not make the whole watcher faster
-// (BENCHMARKS.md, Design decisions: "snapshot.go: readWindow").
-const readWindow = 8
-
 // readRequests sends the requests of plan, pipelined, and tells the plan
 // how each was answered: a request matching more than 1,024 keys is cut
 // again, and a single filter matching more is replaced by requests for
 // the keys it lists, in chunks of explicit subjects; an answer cut short
 // by the byte limit is continued from its last sequence. It records in
 // res the revision each answer is as of, and the listing path.
-func (w *Watcher) readRequests(ctx context.Context, dg *directGetter, stream jetstream.Stream, plan *readPlan, res *readResult) error {
-	var inflight []*pendingRead
+func (w *Watcher) readRequests(ctx context.Context, dg *directget.Getter, stream jetstream.Stream, plan *directget.Plan, res *readResult) error {
+	var inflight []*directget.Pending
 	for {
-		for len(inflight) < readWindow {
-			req, ok := plan.next()
+		for len(inflight) < directget.Window {
+			req, ok := plan.Next()
 			if !ok {
 				break
 			}
-			p, err := dg.send(req)
+			p, err := dg.Send(req)
 			if err != nil {
 				return err
 			}
@@ -178,21 +173,21 @@ func (w *Watcher) readRequests(ctx context.Context, dg *directGetter, stream jet
 		}
 		p := inflight[0]
 		inflight = inflight[1:]
-		end, err := dg.receive(p, w.deliverSnapshotMsg)
+		end, err := dg.Receive(p, w.deliverSnapshotMsg)
 		switch {
-		case errors.Is(err, errNoResults):
-			if p.req.UpToSeq == 0 {
+		case errors.Is(err, directget.ErrNoResults):
+			if p.Req.UpToSeq == 0 {
 				// No key matched as of the answer, which says no revision:
 				// mark the filters read as of before (nothing matched then
 				// either). Left unmarked, a key created after this answer
 				// but before the oldest marked one would be neither read
 				// nor tailed.
-				res.marks.mark(p.req.MultiLast, plan.upTo)
+				res.marks.mark(p.Req.MultiLast, plan.UpTo())
 			}
-			plan.answered(p.req, 0)
-		case errors.Is(err, errTooManyResults):
-			if !plan.refused(p.req) {
-				if err := w.planListing(ctx, plan, &res.marks, stream, p.req.MultiLast[0]); err != nil {
+			plan.Answered(p.Req, 0)
+		case errors.Is(err, directget.ErrTooManyResults):
+			if !plan.Refused(p.Req) {
+				if err := w.planListing(ctx, plan, &res.marks, stream, p.Req.MultiLast[0]); err != nil {
 					return err
 				}
 				res.path = pathDirectListing
@@ -200,35 +195,35 @@ func (w *Watcher) readRequests(ctx context.Context, dg *directGetter, stream jet
 		case err != nil:
 			return err
 		default:
-			if p.req.UpToSeq == 0 {
+			if p.Req.UpToSeq == 0 {
 				// Pinned requests (continuations, listed keys) were marked
 				// with the request or the filter they continue.
-				res.marks.mark(p.req.MultiLast, end.upTo)
+				res.marks.mark(p.Req.MultiLast, end.UpTo)
 			}
-			plan.answered(p.req, end.received+int(end.pending))
-			if end.pending > 0 {
-				plan.resume(p.req, end)
+			plan.Answered(p.Req, end.Received+int(end.Pending))
+			if end.Pending > 0 {
+				plan.Resume(p.Req, end)
 			}
 		}
 	}
 }
 
 // planListing adds to plan the requests for the keys under filter, listed
-// and read as of plan.upTo, and marks the filter read as of it.
-func (w *Watcher) planListing(ctx context.Context, plan *readPlan, marks *readMarks, stream jetstream.Stream, filter string) error {
-	chunks, err := w.listSubjects(ctx, stream, filter, plan.upTo)
+// and read as of plan.UpTo(), and marks the filter read as of it.
+func (w *Watcher) planListing(ctx context.Context, plan *directget.Plan, marks *readMarks, stream jetstream.Stream, filter string) error {
+	chunks, err := w.listSubjects(ctx, stream, filter, plan.UpTo())
 	if err != nil {
 		return err
 	}
-	marks.mark([]string{filter}, plan.upTo)
-	plan.add(chunks...)
+	marks.mark([]string{filter}, plan.UpTo())
+	plan.Add(chunks...)
 	return nil
 }
 
 // listSubjects lists the subjects matching filter (stream info with a
 // subject filter) and returns requests for them in chunks of at most
 // 1,024 explicit subjects, pinned at upTo.
-func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, filter string, upTo uint64) ([]directGetRequest, error) {
+func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, filter string, upTo uint64) ([]directget.Request, error) {
 	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return nil, fmt.Errorf("kvwatch: listing %s: %w", filter, w.streamErr(err))
@@ -236,9 +231,9 @@ func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, fil
 	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
 	w.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: more than 1,024 keys under a filter: listing them",
 		slog.String("filter", filter), slog.Int("subjects", len(subjects)))
-	var reqs []directGetRequest
-	for chunk := range slices.Chunk(subjects, maxMultiLastSubjects) {
-		reqs = append(reqs, directGetRequest{MultiLast: chunk, UpToSeq: upTo})
+	var reqs []directget.Request
+	for chunk := range slices.Chunk(subjects, directget.MaxMultiLastSubjects) {
+		reqs = append(reqs, directget.Request{MultiLast: chunk, UpToSeq: upTo})
 	}
 	return reqs, nil
 }
@@ -247,7 +242,7 @@ func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, fil
 // purges are the absence of a key: nothing to deliver.
 func (w *Watcher) deliverSnapshotMsg(msg *nats.Msg) {
 	w.stats.received.Add(1)
-	w.stats.pending.Store(headerUint(msg, "Nats-Num-Pending"))
+	w.stats.pending.Store(directget.HeaderUint(msg, "Nats-Num-Pending"))
 	e, ok := w.directEntry(msg)
 	if !ok || e.op != OpPut {
 		return

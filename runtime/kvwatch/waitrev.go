@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 // This file is read-your-writes: a node that wrote a value (a typed write
@@ -85,24 +87,24 @@ func (w *Watcher) upTo(ctx context.Context, rev uint64) (bool, error) {
 	if !direct {
 		return false, nil // the tail alone can tell
 	}
-	dg := newDirectGetter(w.js, directStream, w.cfg.requestTimeout)
-	if err := dg.open(ctx); err != nil {
+	dg := directget.New(w.js, directStream, w.cfg.requestTimeout)
+	if err := dg.Open(ctx); err != nil {
 		return false, err
 	}
-	defer dg.close()
+	defer dg.Close()
 	pendingInScope := false
-	end, err := dg.read(directGetRequest{Seq: from + 1, NextBySubj: subjects.Covering(w.subjectPrefix, filters), Batch: sealBatch}, func(msg *nats.Msg) {
+	end, err := dg.Read(directget.Request{Seq: from + 1, NextBySubj: subjects.Covering(w.subjectPrefix, filters), Batch: sealBatch}, func(msg *nats.Msg) {
 		if e, ok := w.directEntry(msg); ok && e.revision <= rev && matcher.Matches(e.key) {
 			pendingInScope = true
 		}
 	})
 	switch {
-	case errors.Is(err, errNoResults):
+	case errors.Is(err, directget.ErrNoResults):
 		return true, nil // nothing after the watcher's revision
 	case err != nil:
 		return false, err
 	}
 	// Not yet, while the tail has an entry in scope up to rev to apply;
 	// nor when this answer stopped short of rev (more may follow it).
-	return !pendingInScope && (end.lastSeq >= rev || end.pending == 0), nil
+	return !pendingInScope && (end.LastSeq >= rev || end.Pending == 0), nil
 }

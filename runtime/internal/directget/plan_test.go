@@ -1,4 +1,4 @@
-package kvwatch
+package directget
 
 import (
 	"fmt"
@@ -13,12 +13,12 @@ import (
 // listed) exactly once.
 func serveReadPlan(t *testing.T, filters []string, keysOf func(string) int, window int) (sent, refused int) {
 	t.Helper()
-	plan := newReadPlan(filters, 100)
+	plan := NewPlan(filters, 100)
 	answered := map[string]int{}
-	var inflight []directGetRequest
+	var inflight []Request
 	for {
 		for len(inflight) < window {
-			req, ok := plan.next()
+			req, ok := plan.Next()
 			if !ok {
 				break
 			}
@@ -34,19 +34,19 @@ func serveReadPlan(t *testing.T, filters []string, keysOf func(string) int, wind
 		req := inflight[0]
 		inflight = inflight[1:]
 		if req.UpToSeq != 0 { // a chunk of listed keys
-			plan.answered(req, len(req.MultiLast))
+			plan.Answered(req, len(req.MultiLast))
 			continue
 		}
 		keys := 0
 		for _, f := range req.MultiLast {
 			keys += keysOf(f)
 		}
-		if keys > maxMultiLastSubjects {
+		if keys > MaxMultiLastSubjects {
 			refused++
-			if !plan.refused(req) {
+			if !plan.Refused(req) {
 				answered[req.MultiLast[0]]++
-				for n := keys; n > 0; n -= maxMultiLastSubjects {
-					plan.add(directGetRequest{MultiLast: make([]string, min(n, maxMultiLastSubjects)), UpToSeq: 100})
+				for n := keys; n > 0; n -= MaxMultiLastSubjects {
+					plan.Add(Request{MultiLast: make([]string, min(n, MaxMultiLastSubjects)), UpToSeq: 100})
 				}
 			}
 			continue
@@ -54,7 +54,7 @@ func serveReadPlan(t *testing.T, filters []string, keysOf func(string) int, wind
 		for _, f := range req.MultiLast {
 			answered[f]++
 		}
-		plan.answered(req, keys)
+		plan.Answered(req, keys)
 	}
 	for _, f := range filters {
 		if answered[f] != 1 {
@@ -75,12 +75,12 @@ func numbered(n int) []string {
 func TestReadPlanSizesRequestsFromTheProbe(t *testing.T) {
 	// 100 filters of 1,000 keys (the initial-sync benchmark): the probe,
 	// then one filter a request, none refused.
-	sent, refused := serveReadPlan(t, numbered(100), func(string) int { return 1000 }, readWindow)
+	sent, refused := serveReadPlan(t, numbered(100), func(string) int { return 1000 }, Window)
 	if sent != 100 || refused != 0 {
 		t.Errorf("sent %d, refused %d; want 100 and 0", sent, refused)
 	}
 	// 2,000 filters of one key: chunks of 512.
-	sent, refused = serveReadPlan(t, numbered(2000), func(string) int { return 1 }, readWindow)
+	sent, refused = serveReadPlan(t, numbered(2000), func(string) int { return 1 }, Window)
 	if sent != 5 || refused != 0 {
 		t.Errorf("sent %d, refused %d; want 5 and 0", sent, refused)
 	}
@@ -99,7 +99,7 @@ func TestReadPlanProbesPastEmptyFilters(t *testing.T) {
 		}
 		return 300
 	}
-	sent, refused := serveReadPlan(t, filters, keysOf, readWindow)
+	sent, refused := serveReadPlan(t, filters, keysOf, Window)
 	if refused > 4 || sent > 45 {
 		t.Errorf("sent %d, refused %d; want at most 45 and 4", sent, refused)
 	}
@@ -125,7 +125,7 @@ func TestReadPlanListsDenseFiltersWithoutLosingTheDensity(t *testing.T) {
 	// The chunks of listed keys must not count as answers of one key a
 	// filter: the next request would take 512 filters and be refused
 	// (207 refusals measured when they did).
-	sent, refused := serveReadPlan(t, numbered(100), func(string) int { return 1500 }, readWindow)
+	sent, refused := serveReadPlan(t, numbered(100), func(string) int { return 1500 }, Window)
 	if refused != 100 {
 		t.Errorf("sent %d, refused %d; want 100 refused (one per filter, then listed)", sent, refused)
 	}

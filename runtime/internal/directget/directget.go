@@ -1,4 +1,9 @@
-package kvwatch
+// Package directget reads a stream's entries without a consumer, with the
+// batched direct get API, and plans a read too large for one answer
+// (plan.go). nats.go has no API for batched direct gets, so they are plain
+// requests here. It knows nothing of watchers: the runtime hands it a
+// stream and filters and gets messages back, in order.
+package directget
 
 import (
 	"context"
@@ -12,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// This file reads entries without a consumer, with the batched direct get
+// Requests:  batched direct get
 // API: a request {"multi_last": filters, "up_to_seq": S} to
 // <api>DIRECT.GET.<stream> is answered by one message per subject (its
 // newest message at or below S) and a final "204 EOB" status carrying
@@ -21,28 +26,35 @@ import (
 // 1,024 subjects matched. nats.go has no API for it, so it is a plain
 // request here.
 
-// maxMultiLastSubjects is the server's cap on subjects in one multi_last
+// MaxMultiLastSubjects is the server's cap on subjects in one multi_last
 // answer (nats-server getDirectMulti, maxAllowedResponses).
-const maxMultiLastSubjects = 1024
+const MaxMultiLastSubjects = 1024
 
-// answerMaxBytes caps each answer: the server stops after the message that
+// Window is how many requests of one read are in flight at once: the
+// server prepares the next answers while the reader decodes one, and 8
+// bounds what answers in flight can buffer to 32 MiB (Window x
+// AnswerMaxBytes). More in flight did not make the whole watcher faster
+// (BENCHMARKS.md, Design decisions: "directget: Window").
+const Window = 8
+
+// AnswerMaxBytes caps each answer: the server stops after the message that
 // reaches it (so an answer holds at most this plus one message), and the
 // watcher continues from there. Without it the server's max_pending (64
-// MiB by default) applies, and the answers in flight (readWindow) could
+// MiB by default) applies, and the answers in flight (Window) could
 // hold far more than the watcher needs buffered: with this cap, at most
-// readWindow x 4 MiB (plus a message each).
-const answerMaxBytes = 4 << 20
+// Window x 4 MiB (plus a message each).
+const AnswerMaxBytes = 4 << 20
 
 var (
-	errTooManyResults = errors.New("more than 1024 subjects match")
-	errNoResults      = errors.New("no subject matches")
-	errNoDirectGet    = errors.New("batched direct get is not available on the stream")
+	ErrTooManyResults = errors.New("more than 1024 subjects match")
+	ErrNoResults      = errors.New("no subject matches")
+	ErrNoDirectGet    = errors.New("batched direct get is not available on the stream")
 )
 
-// directGetRequest is the body of a batched direct get: of the newest
+// Request is the body of a batched direct get: of the newest
 // message of each subject (MultiLast), or of the messages from Seq on
 // (NextBySubj and Batch, for the seal).
-type directGetRequest struct {
+type Request struct {
 	MultiLast []string `json:"multi_last,omitempty"`
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
 	// NextBySubj and Batch ask for up to Batch messages from Seq on whose
@@ -52,30 +64,30 @@ type directGetRequest struct {
 	// Seq skips messages below it: how a request resumes after a byte
 	// limit cut its answer short.
 	Seq uint64 `json:"seq,omitempty"`
-	// MaxBytes is the byte limit (answerMaxBytes).
+	// MaxBytes is the byte limit (AnswerMaxBytes).
 	MaxBytes int `json:"max_bytes,omitempty"`
 }
 
-// batchEnd is what the EOB status of an answer reports.
-type batchEnd struct {
-	upTo    uint64 // the revision the answer is as of
-	pending uint64 // messages left unsent (byte limit)
-	lastSeq uint64 // sequence of the last message sent
-	// received is the number of messages the answer held.
-	received int
+// BatchEnd is what the EOB status of an answer reports.
+type BatchEnd struct {
+	UpTo    uint64 // the revision the answer is as of
+	Pending uint64 // messages left unsent (byte limit)
+	LastSeq uint64 // sequence of the last message sent
+	// Received is the number of messages the answer held.
+	Received int
 }
 
-// directGetter sends the batched direct gets of one read of a stream and
+// Getter sends the batched direct gets of one read of a stream and
 // receives their answers on one subscription, not one per request: nats.go
 // allocates and clears a 64k-slot channel for every subscription, a cost
 // per request that showed in the client's CPU (BENCHMARKS.md, Design
-// decisions: "directget.go: one subscription per read"). Each request
+// decisions: "directget/directget.go: one subscription per read"). Each request
 // gets its own reply subject under the subscription's prefix; replies of
 // a request other than the one being read are kept until it is read
 // (answers of several requests may interleave when several servers
 // answer). Open it with open, and close it when the read is over; it is
 // used from one goroutine.
-type directGetter struct {
+type Getter struct {
 	nc      *nats.Conn
 	subject string
 	timeout time.Duration // per request, and per reply within it
@@ -87,19 +99,21 @@ type directGetter struct {
 	early  map[string][]*nats.Msg // replies to requests not being read yet
 }
 
-func newDirectGetter(js jetstream.JetStream, stream string, timeout time.Duration) *directGetter {
-	return &directGetter{nc: js.Conn(), subject: apiPrefix(js) + "DIRECT.GET." + stream, timeout: timeout}
+// New returns a Getter of stream's entries through js, each request and each
+// reply within it bounded by timeout.
+func New(js jetstream.JetStream, stream string, timeout time.Duration) *Getter {
+	return &Getter{nc: js.Conn(), subject: APIPrefix(js) + "DIRECT.GET." + stream, timeout: timeout}
 }
 
-// open subscribes to the read's reply subjects. A context that ends
+// Open subscribes to the read's reply subjects. A context that ends
 // closes the subscription, which ends any wait for a reply.
-func (d *directGetter) open(ctx context.Context) error {
+func (d *Getter) Open(ctx context.Context) error {
 	d.prefix = d.nc.NewInbox() + "."
 	sub, err := d.nc.SubscribeSync(d.prefix + "*")
 	if err != nil {
 		return fmt.Errorf("direct get: subscribe: %w", err)
 	}
-	// Answers are bounded by MaxBytes and readWindow; the default limits
+	// Answers are bounded by MaxBytes and Window; the default limits
 	// (64 MiB) must not drop part of them when large messages top them.
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		sub.Unsubscribe()
@@ -110,8 +124,8 @@ func (d *directGetter) open(ctx context.Context) error {
 	return nil
 }
 
-// close drops the subscription and whatever it still holds.
-func (d *directGetter) close() {
+// Close drops the subscription and whatever it still holds.
+func (d *Getter) Close() {
 	if d.sub == nil {
 		return
 	}
@@ -120,8 +134,8 @@ func (d *directGetter) close() {
 	d.sub, d.early = nil, nil
 }
 
-// apiPrefix returns the JetStream API prefix js sends requests to.
-func apiPrefix(js jetstream.JetStream) string {
+// APIPrefix returns the JetStream API prefix js sends requests to.
+func APIPrefix(js jetstream.JetStream) string {
 	o := js.Options()
 	switch {
 	case o.Domain != "":
@@ -135,21 +149,21 @@ func apiPrefix(js jetstream.JetStream) string {
 	return "$JS.API."
 }
 
-// pendingRead is a request sent and not yet read.
-type pendingRead struct {
-	req   directGetRequest
+// Pending is a request sent and not yet read.
+type Pending struct {
+	Req   Request
 	reply string
 }
 
-// send publishes req; the caller reads its answer with receive.
-func (d *directGetter) send(req directGetRequest) (*pendingRead, error) {
-	req.MaxBytes = answerMaxBytes
+// Send publishes req; the caller reads its answer with Receive.
+func (d *Getter) Send(req Request) (*Pending, error) {
+	req.MaxBytes = AnswerMaxBytes
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
 	d.sent++
-	p := &pendingRead{req: req, reply: d.prefix + strconv.Itoa(d.sent)}
+	p := &Pending{Req: req, reply: d.prefix + strconv.Itoa(d.sent)}
 	if err := d.nc.PublishRequest(d.subject, p.reply, body); err != nil {
 		return nil, fmt.Errorf("direct get: publish: %w", err)
 	}
@@ -160,7 +174,7 @@ func (d *directGetter) send(req directGetRequest) (*pendingRead, error) {
 // requests for later. A "no responders" status is an error of NextMsg
 // whichever request it answers; it is then reported for p, which is no
 // worse: nobody serves direct gets on the stream for any request.
-func (d *directGetter) nextReply(p *pendingRead) (*nats.Msg, error) {
+func (d *Getter) nextReply(p *Pending) (*nats.Msg, error) {
 	if kept := d.early[p.reply]; len(kept) > 0 {
 		d.early[p.reply] = kept[1:]
 		return kept[0], nil
@@ -174,20 +188,20 @@ func (d *directGetter) nextReply(p *pendingRead) (*nats.Msg, error) {
 	}
 }
 
-// receive reads the answer to p, calling fn for every message in the order
-// received, and returns the EOB report, errNoResults (404),
-// errTooManyResults (413), errNoDirectGet (no responders), or another
+// Receive reads the answer to p, calling fn for every message in the order
+// received, and returns the EOB report, ErrNoResults (404),
+// ErrTooManyResults (413), ErrNoDirectGet (no responders), or another
 // error.
-func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, error) {
+func (d *Getter) Receive(p *Pending, fn func(*nats.Msg)) (BatchEnd, error) {
 	defer delete(d.early, p.reply)
 	received := 0
 	for {
 		msg, err := d.nextReply(p)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
-			return batchEnd{}, errNoDirectGet // nobody serves direct gets
+			return BatchEnd{}, ErrNoDirectGet // nobody serves direct gets
 		case err != nil:
-			return batchEnd{}, fmt.Errorf("direct get: waiting for reply: %w", err)
+			return BatchEnd{}, fmt.Errorf("direct get: waiting for reply: %w", err)
 		}
 		status, description := msg.Header.Get("Status"), msg.Header.Get("Description")
 		switch {
@@ -195,43 +209,44 @@ func (d *directGetter) receive(p *pendingRead, fn func(*nats.Msg)) (batchEnd, er
 			received++
 			fn(msg)
 		case status == "204":
-			return batchEnd{
-				upTo:     headerUint(msg, "Nats-UpTo-Sequence"),
-				pending:  headerUint(msg, "Nats-Num-Pending"),
-				lastSeq:  headerUint(msg, "Nats-Last-Sequence"),
-				received: received,
+			return BatchEnd{
+				UpTo:     HeaderUint(msg, "Nats-UpTo-Sequence"),
+				Pending:  HeaderUint(msg, "Nats-Num-Pending"),
+				LastSeq:  HeaderUint(msg, "Nats-Last-Sequence"),
+				Received: received,
 			}, nil
 		case status == "404" && description == "No Results" && received == 0:
-			return batchEnd{}, errNoResults
-		case status == "404" && p.req.NextBySubj != "" && received == 0:
+			return BatchEnd{}, ErrNoResults
+		case status == "404" && p.Req.NextBySubj != "" && received == 0:
 			// A batch from Seq on: no message there yet.
-			return batchEnd{}, errNoResults
+			return BatchEnd{}, ErrNoResults
 		case status == "404":
 			// A message the server had resolved failed to load: the answer
 			// is incomplete. Not "nothing matched": retry.
-			return batchEnd{}, fmt.Errorf("direct get: answer cut short after %d entries: %s %s", received, status, description)
+			return BatchEnd{}, fmt.Errorf("direct get: answer cut short after %d entries: %s %s", received, status, description)
 		case status == "413":
-			return batchEnd{}, errTooManyResults
+			return BatchEnd{}, ErrTooManyResults
 		case status == "408" && received == 0:
 			// A server that does not know batched direct get (before 2.11)
 			// takes the request for an empty one.
-			return batchEnd{}, errNoDirectGet
+			return BatchEnd{}, ErrNoDirectGet
 		default:
-			return batchEnd{}, fmt.Errorf("direct get: server answered %s %s", status, description)
+			return BatchEnd{}, fmt.Errorf("direct get: server answered %s %s", status, description)
 		}
 	}
 }
 
-// read sends req and receives its answer.
-func (d *directGetter) read(req directGetRequest, fn func(*nats.Msg)) (batchEnd, error) {
-	p, err := d.send(req)
+// Read sends req and receives its answer.
+func (d *Getter) Read(req Request, fn func(*nats.Msg)) (BatchEnd, error) {
+	p, err := d.Send(req)
 	if err != nil {
-		return batchEnd{}, err
+		return BatchEnd{}, err
 	}
-	return d.receive(p, fn)
+	return d.Receive(p, fn)
 }
 
-// headerUint parses a numeric header, 0 when absent or malformed.
-func headerUint(msg *nats.Msg, name string) uint64 {
-	return parseUint(msg.Header.Get(name))
+// HeaderUint parses a numeric header, 0 when absent or malformed.
+func HeaderUint(msg *nats.Msg, name string) uint64 {
+	v, _ := strconv.ParseUint(msg.Header.Get(name), 10, 64)
+	return v
 }

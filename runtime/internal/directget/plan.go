@@ -1,4 +1,4 @@
-package kvwatch
+package directget
 
 import "slices"
 
@@ -8,13 +8,13 @@ import "slices"
 // matches every key of the request to count them): splitting blindly in
 // halves until requests fit has nearly one request refused for each one
 // answered, and reads slower than one request per scope (BENCHMARKS.md,
-// Design decisions: "readplan.go: measuring before splitting"; the
+// Design decisions: "directget/plan.go: measuring before splitting"; the
 // withdrawn halving: docs/design.md).
 //
 // So the plan measures instead of guessing. It first asks for the keys of
 // one filter alone (the probe; while probes find nothing, the next takes
 // twice as many filters), then sizes each request from the keys per
-// filter of the last few answers, aiming at readTargetKeys keys. It takes
+// filter of the last few answers, aiming at targetKeys keys. It takes
 // the densest of those answers: neighbouring filters (sorted, so of the
 // same kind and similar scopes) tend to hold alike, but a generated scope
 // is often a dense filter next to an empty one, and an average (over
@@ -24,23 +24,23 @@ import "slices"
 // over its filters), and its filters go back to be cut again; a single
 // filter refused is listed instead (see listSubjects).
 
-// readTargetKeys is the number of keys a request is sized to return: half
+// targetKeys is the number of keys a request is sized to return: half
 // the server's cap. Chunks are whole filters, so a request can hold more
 // than the density predicts (a generated scope is often a dense filter
 // next to a nearly empty one).
-const readTargetKeys = maxMultiLastSubjects / 2
+const targetKeys = MaxMultiLastSubjects / 2
 
-// readPlan hands out the requests of one read. Requests for filters of
+// Plan hands out the requests of one read. Requests for filters of
 // rest are not pinned: each is answered as of the stream's last revision
 // when the server reads it, which the server finds from each key's last
 // block; a request pinned below the last revision makes it walk back
 // through the blocks, every key of every block, which costs the more the
 // more is written during the read (BENCHMARKS.md, Design decisions:
-// "readplan.go: requests not pinned"). The revision of each answer is
+// "directget/plan.go: requests not pinned"). The revision of each answer is
 // recorded (readMarks). Continuations of an answer are pinned at its
 // revision, and the keys of a listed filter at upTo. It is used from one
 // goroutine.
-type readPlan struct {
+type Plan struct {
 	// upTo is the revision listed keys are read as of: one known before
 	// the listing, so that a key created after it has a newer revision.
 	upTo uint64
@@ -48,7 +48,7 @@ type readPlan struct {
 	rest []string
 	// again holds requests formed already: continuations of answers cut
 	// short, chunks of listed keys.
-	again []directGetRequest
+	again []Request
 	// recent holds the keys per filter of the last answers and refusals,
 	// written round-robin (seen counts them); the densest sizes the next
 	// request. Nothing is recorded before an answer holds a key or a
@@ -61,50 +61,50 @@ type readPlan struct {
 	probeSize int
 }
 
-// newReadPlan plans the read of filters; listed keys are read as of upTo.
-func newReadPlan(filters []string, upTo uint64) *readPlan {
-	return &readPlan{upTo: upTo, rest: filters, probeSize: 1}
+// NewPlan plans the read of filters; listed keys are read as of upTo.
+func NewPlan(filters []string, upTo uint64) *Plan {
+	return &Plan{upTo: upTo, rest: filters, probeSize: 1}
 }
 
-// resume plans the rest of an answer to req that the byte limit cut
+// Resume plans the rest of an answer to req that the byte limit cut
 // short, pinned at the revision the answer is as of.
-func (p *readPlan) resume(req directGetRequest, end batchEnd) {
-	req.Seq, req.UpToSeq = end.lastSeq+1, end.upTo
+func (p *Plan) Resume(req Request, end BatchEnd) {
+	req.Seq, req.UpToSeq = end.LastSeq+1, end.UpTo
 	p.again = append(p.again, req)
 }
 
-// add plans requests formed elsewhere (chunks of listed keys).
-func (p *readPlan) add(reqs ...directGetRequest) {
+// Add plans requests formed elsewhere (chunks of listed keys).
+func (p *Plan) Add(reqs ...Request) {
 	p.again = append(p.again, reqs...)
 }
 
-// next returns the next request to send, or false when none is ready:
+// Next returns the next request to send, or false when none is ready:
 // either everything was handed out, or a probe is still unanswered.
-func (p *readPlan) next() (directGetRequest, bool) {
+func (p *Plan) Next() (Request, bool) {
 	if len(p.again) > 0 {
 		req := p.again[0]
 		p.again = p.again[1:]
 		return req, true
 	}
 	if len(p.rest) == 0 || p.probing {
-		return directGetRequest{}, false
+		return Request{}, false
 	}
 	var n int
 	if p.seen > 0 {
-		n = int(readTargetKeys / p.density())
+		n = int(targetKeys / p.density())
 	} else {
 		n, p.probing = p.probeSize, true
 		p.probeSize *= 2
 	}
 	n = min(max(n, 1), len(p.rest))
-	req := directGetRequest{MultiLast: p.rest[:n:n]}
+	req := Request{MultiLast: p.rest[:n:n]}
 	p.rest = p.rest[n:]
 	return req, true
 }
 
-// answered records that req was answered with keys keys in all (those
+// Answered records that req was answered with keys keys in all (those
 // sent and those a byte limit left for later).
-func (p *readPlan) answered(req directGetRequest, keys int) {
+func (p *Plan) Answered(req Request, keys int) {
 	if req.UpToSeq != 0 {
 		// Pinned: a continuation (its request was measured when answered
 		// first) or a chunk of listed keys (a key per subject, which says
@@ -120,26 +120,32 @@ func (p *readPlan) answered(req directGetRequest, keys int) {
 }
 
 // record adds the keys per filter of an answer or a refusal.
-func (p *readPlan) record(density float64) {
+func (p *Plan) record(density float64) {
 	p.recent[p.seen%len(p.recent)] = density
 	p.seen++
 }
 
 // density is the densest of the recent answers.
-func (p *readPlan) density() float64 {
+func (p *Plan) density() float64 {
 	return slices.Max(p.recent[:min(p.seen, len(p.recent))])
 }
 
-// refused records that req matched more than 1,024 keys: the density is
+// Refused records that req matched more than 1,024 keys: the density is
 // at least that over its filters, which go back to be requested again. It
 // reports false when req has a single filter: the caller lists its keys
 // instead (the density still counts: its neighbours are likely as dense).
-func (p *readPlan) refused(req directGetRequest) bool {
+func (p *Plan) Refused(req Request) bool {
 	p.probing = false
-	p.record(float64(maxMultiLastSubjects+1) / float64(len(req.MultiLast)))
+	p.record(float64(MaxMultiLastSubjects+1) / float64(len(req.MultiLast)))
 	if len(req.MultiLast) < 2 {
 		return false
 	}
 	p.rest = append(req.MultiLast[:len(req.MultiLast):len(req.MultiLast)], p.rest...)
 	return true
 }
+
+// UpTo is the revision listed keys are read as of.
+func (p *Plan) UpTo() uint64 { return p.upTo }
+
+// Request adds filters to request, after those already planned.
+func (p *Plan) Request(filters []string) { p.rest = append(p.rest, filters...) }
