@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvwatchgen/kvwatchgen/gen"
 	"github.com/kvwatchgen/kvwatchgen/internal/cli"
 )
 
@@ -94,8 +95,8 @@ func TestGeneratedModule(t *testing.T) {
 	for _, c := range []struct {
 		name, min, max, want string
 	}{
-		{"runtime too old", "1", "1", "constant -1 overflows kvwatch.RuntimeTooOld_UpgradeModule"},
-		{"runtime too new", "3", "3", "constant -1 overflows kvwatch.GeneratedCodeTooOld_Regenerate"},
+		{"runtime too old", "2", "2", "constant -1 overflows kvwatchimpl.RuntimeTooOld_UpgradeModule"},
+		{"runtime too new", "4", "4", "constant -1 overflows kvwatchimpl.GeneratedCodeTooOld_Regenerate"},
 	} {
 		useModule(fakeRuntime(t, root, c.min, c.max))
 		out, err := goCmd("build", "./...")
@@ -105,6 +106,24 @@ func TestGeneratedModule(t *testing.T) {
 		}
 		if !strings.Contains(out, c.want) || !strings.Contains(out, "fleetkv/kvwatch.go") {
 			t.Errorf("%s: the build failed, but not with the guard naming the fix (%s):\n%s", c.name, c.want, out)
+		}
+	}
+
+	// Code of the previous version (2, which used kvwatch for what is now
+	// kvwatchimpl's) still builds, for one release: testdata/v2 is the
+	// fleet example's package as kvwatchgen of version 2 wrote it.
+	useModule(root)
+	for _, f := range []string{"kvwatch.go", "network.kvwatch.go"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "v2", "fleetkv", f+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The header was left out of the fixture (testdata/v2/README.md).
+		writeFile(t, filepath.Join(app, "fleetkv2", f), gen.Header+"\n"+string(b))
+	}
+	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
+		if out, err := goCmd(args...); err != nil {
+			t.Fatalf("generated code of version 2: go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }
@@ -143,15 +162,15 @@ func fakeRuntime(t *testing.T, root, min, max string) string {
 			copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dir, filepath.FromSlash(pkg), e.Name()))
 		}
 	}
-	version := filepath.Join(dir, "runtime", "kvwatch", "version.go")
+	version := filepath.Join(dir, "runtime", "kvwatchimpl", "version.go")
 	b, err := os.ReadFile(version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(b), "MinVersion = 1", "MinVersion = "+min, 1)
+	text := strings.Replace(string(b), "MinVersion = 2", "MinVersion = "+min, 1)
 	text = strings.Replace(text, "MaxVersion = GenVersion", "MaxVersion = "+max, 1)
 	if !strings.Contains(text, "MinVersion = "+min) || !strings.Contains(text, "MaxVersion = "+max) {
-		t.Fatal("version.go no longer declares MinVersion = 1 / MaxVersion = GenVersion; update this test")
+		t.Fatal("kvwatchimpl/version.go no longer declares MinVersion = 2 / MaxVersion = GenVersion; update this test")
 	}
 	writeFile(t, version, text)
 	return dir

@@ -18,7 +18,7 @@ import (
 
 // emitDecode writes the fast-path decoder of t.
 func emitDecode(f *jen.File, t *schema.Type) {
-	f.Comment(fmt.Sprintf("%s decodes one %s on the JSON codec's fast path (see kvwatch.JSONReader).", t.Names.DecodeJSON, t.Name))
+	f.Comment(fmt.Sprintf("%s decodes one %s on the JSON codec's fast path (see kvwatchimpl.JSONReader).", t.Names.DecodeJSON, t.Name))
 	reader := jen.Id("r").Op("*").Add(rt("JSONReader"))
 	f.Func().Id(t.Names.DecodeJSON).Params(reader, jen.Id("v").Op("*").Id(t.Name)).BlockFunc(func(g *jen.Group) {
 		g.If(jen.Id("r").Dot("Null").Call()).Block(jen.Return())

@@ -28,6 +28,7 @@ const GenVersion = version.Gen
 // runtimePath is the import path of the runtime package.
 const (
 	runtimePath   = "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	implPath      = "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	jetstreamPath = "github.com/nats-io/nats.go/jetstream"
 )
 
@@ -74,6 +75,7 @@ func newFile(s *schema.Schema) *jen.File {
 		}
 	}
 	f.ImportName(runtimePath, "kvwatch")
+	f.ImportName(implPath, "kvwatchimpl")
 	f.ImportName(jetstreamPath, "jetstream")
 	return f
 }
@@ -88,7 +90,25 @@ func render(f *jen.File) ([]byte, error) {
 }
 
 // rt names an identifier of the runtime package.
-func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
+// rt refers to a name of the runtime: kvwatchimpl's when only generated
+// code uses it (implNames), kvwatch's otherwise.
+func rt(name string) *jen.Statement {
+	if implNames[name] {
+		return jen.Qual(implPath, name)
+	}
+	return jen.Qual(runtimePath, name)
+}
+
+// implNames are the runtime's names for generated code only, in package
+// kvwatchimpl since version 3.
+var implNames = map[string]bool{
+	"Kind": true, "BucketSpec": true, "ScopeSpec": true,
+	"Codec": true, "JSON": true, "String": true, "Bytes": true, "Text": true, "Binary": true,
+	"JSONReader": true, "JSONInt": true, "JSONUint": true, "JSONSlice": true, "JSONMap": true, "JSONValue": true,
+	"CloneJSON": true, "CloneMap": true, "CloneSlice": true, "CodecClone": true,
+	"ParseIntParam": true, "ParseUintParam": true,
+	"GeneratedCodeTooOld_Regenerate": true, "RuntimeTooOld_UpgradeModule": true, "MinVersion": true, "MaxVersion": true,
+}
 
 // sharedFile holds the version guard and the value types.
 func sharedFile(s *schema.Schema) *jen.File {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvwatchgen/kvwatchgen/gen"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 
@@ -16,7 +16,7 @@ import (
 // read the version from internal/version; the supported range is the
 // runtime's own).
 func TestRuntimeSupportsTheGeneratedVersion(t *testing.T) {
-	if gen.GenVersion < kvwatch.MinVersion || gen.GenVersion > kvwatch.MaxVersion {
+	if gen.GenVersion < kvwatchimpl.MinVersion || gen.GenVersion > kvwatchimpl.MaxVersion {
 		t.Fatalf("the runtime does not support the code this generator writes")
 	}
 }

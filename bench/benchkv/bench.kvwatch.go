@@ -5,6 +5,7 @@ package benchkv
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -46,20 +47,20 @@ var kvwBenchItemTemplate = kvwatch.MustTemplate("p.{p}.item.{id}")
 type ItemEvent = kvwatch.Event[ItemKey, Item]
 
 // kvwBenchItemKind describes Item entries to the runtime.
-var kvwBenchItemKind = kvwatch.Kind[ItemKey, Item]{
+var kvwBenchItemKind = kvwatchimpl.Kind[ItemKey, Item]{
 	Name:      "Item",
 	Bucket:    "bench",
 	Template:  "p.{p}.item.{id}",
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
-	Codec:     kvwatch.JSON[Item]{Fast: kvwDecodeItem},
+	Codec:     kvwatchimpl.JSON[Item]{Fast: kvwDecodeItem},
 	Clone:     kvwCloneItem,
 }
 
 // kvwBenchSpec describes bucket bench to the runtime.
-var kvwBenchSpec = kvwatch.BucketSpec{
+var kvwBenchSpec = kvwatchimpl.BucketSpec{
 	Bucket: "bench",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Prefix",
 		Prefix: "p.{p}",
 	}},

@@ -2,15 +2,15 @@
 
 package benchkv
 
-import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Item is a config value of about 200 bytes as JSON.
@@ -28,12 +28,12 @@ type Item struct {
 
 // kvwCloneItem returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneItem(v Item) Item {
-	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
+	v.Tags = kvwatchimpl.CloneSlice(v.Tags, nil)
 	return v
 }
 
-// kvwDecodeItem decodes one Item on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeItem(r *kvwatch.JSONReader, v *Item) {
+// kvwDecodeItem decodes one Item on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeItem(r *kvwatchimpl.JSONReader, v *Item) {
 	if r.Null() {
 		return
 	}
@@ -54,16 +54,16 @@ func kvwDecodeItem(r *kvwatch.JSONReader, v *Item) {
 			r.ReadString(&v.NextHop)
 		case "metric":
 			r.Once(&seen[0], 4)
-			kvwatch.JSONInt(r, &v.Metric)
+			kvwatchimpl.JSONInt(r, &v.Metric)
 		case "enabled":
 			r.Once(&seen[0], 5)
 			r.ReadBool(&v.Enabled)
 		case "version":
 			r.Once(&seen[0], 6)
-			kvwatch.JSONInt(r, &v.Version)
+			kvwatchimpl.JSONInt(r, &v.Version)
 		case "tags":
 			r.Once(&seen[0], 7)
-			kvwatch.JSONSlice(r, &v.Tags, (*kvwatch.JSONReader).ReadString)
+			kvwatchimpl.JSONSlice(r, &v.Tags, (*kvwatchimpl.JSONReader).ReadString)
 		case "note":
 			r.Once(&seen[0], 8)
 			r.ReadString(&v.Note)

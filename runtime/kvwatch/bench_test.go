@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // Microbenchmarks of the hot paths, with allocation counts:
@@ -31,7 +32,7 @@ type benchValue struct {
 
 var benchTemplate = MustTemplate("vpc.{vpc}.route.{id}")
 
-var benchKind = Kind[benchKey, benchValue]{
+var benchKind = kvwatchimpl.Kind[benchKey, benchValue]{
 	Name: "Route", Template: benchTemplate.String(),
 	ParseKey: func(s string) (benchKey, error) {
 		var p [2]string
@@ -41,7 +42,7 @@ var benchKind = Kind[benchKey, benchValue]{
 		return benchKey{p[0], p[1]}, nil
 	},
 	FormatKey: func(k benchKey) string { return "vpc." + k.VPC + ".route." + k.ID },
-	Codec:     JSON[benchValue]{},
+	Codec:     kvwatchimpl.JSON[benchValue]{},
 	Clone:     func(v benchValue) benchValue { v.Tags = CloneSlice(v.Tags, nil); return v },
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // Item is one cached entry: the current value of a key and its revision.
@@ -65,7 +67,7 @@ type scopePrefixer interface {
 // while they copy, and every value they return is a deep copy: callers own
 // it and may modify it without touching the cache.
 type Cache[K comparable, V any] struct {
-	kind   *Kind[K, V]
+	kind   *kvwatchimpl.Kind[K, V]
 	st     *state
 	scopes scopePrefixer
 	// items holds pointers: an update rewrites the item in place with one
@@ -75,7 +77,7 @@ type Cache[K comparable, V any] struct {
 	items map[K]*cacheItem[V] // guarded by st.mu
 }
 
-func newCache[K comparable, V any](kind *Kind[K, V]) *Cache[K, V] {
+func newCache[K comparable, V any](kind *kvwatchimpl.Kind[K, V]) *Cache[K, V] {
 	return &Cache[K, V]{kind: kind, st: &state{}, items: make(map[K]*cacheItem[V])}
 }
 
@@ -97,7 +99,7 @@ func (c *Cache[K, V]) GetItem(key K) (Item[V], bool) {
 	if !ok {
 		return Item[V]{}, false
 	}
-	it.Value = c.kind.clone(it.Value)
+	it.Value = c.kind.Copy(it.Value)
 	return it, true
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // This file is typed access to single entries, for writers and one-off
@@ -14,8 +16,8 @@ import (
 // names, whatever the schema calls it: the schema fixes keys and types,
 // the environment the bucket's name (as WithBucket does for watchers).
 
-// KeyOf formats key and checks that it parses back to the same key.
-func KeyOf[K comparable, V any](kind *Kind[K, V], key K) (string, error) {
+// checkedKey formats key and checks that it parses back to the same key.
+func checkedKey[K comparable, V any](kind *kvwatchimpl.Kind[K, V], key K) (string, error) {
 	s := kind.FormatKey(key)
 	parsed, err := kind.ParseKey(s)
 	if err != nil {
@@ -27,9 +29,9 @@ func KeyOf[K comparable, V any](kind *Kind[K, V], key K) (string, error) {
 	return s, nil
 }
 
-// Put encodes value and stores it under key, returning the new revision.
-func Put[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *Kind[K, V], key K, value V) (uint64, error) {
-	k, err := KeyOf(kind, key)
+// For generated code. Put encodes value and stores it under key, returning the new revision.
+func Put[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *kvwatchimpl.Kind[K, V], key K, value V) (uint64, error) {
+	k, err := checkedKey(kind, key)
 	if err != nil {
 		return 0, err
 	}
@@ -40,10 +42,10 @@ func Put[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *
 	return kv.Put(ctx, k, data)
 }
 
-// Get reads the current value of key. A missing or deleted key is
+// For generated code. Get reads the current value of key. A missing or deleted key is
 // jetstream.ErrKeyNotFound.
-func Get[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *Kind[K, V], key K) (Item[V], error) {
-	k, err := KeyOf(kind, key)
+func Get[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *kvwatchimpl.Kind[K, V], key K) (Item[V], error) {
+	k, err := checkedKey(kind, key)
 	if err != nil {
 		return Item[V]{}, err
 	}
@@ -58,9 +60,9 @@ func Get[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *
 	return Item[V]{Value: v, Revision: e.Revision(), Created: e.Created()}, nil
 }
 
-// Delete deletes key (a delete marker; watchers see OpDelete).
-func Delete[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *Kind[K, V], key K) error {
-	k, err := KeyOf(kind, key)
+// For generated code. Delete deletes key (a delete marker; watchers see OpDelete).
+func Delete[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kind *kvwatchimpl.Kind[K, V], key K) error {
+	k, err := checkedKey(kind, key)
 	if err != nil {
 		return err
 	}

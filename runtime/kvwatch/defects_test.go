@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -253,11 +254,11 @@ func TestCallsFromAHandlerReturn(t *testing.T) {
 // A value that does not decode is reported with one codec prefix, not
 // "json: json: ...".
 func TestDataErrorTextHasOnePrefix(t *testing.T) {
-	_, err := kvwatch.JSON[route]{}.Decode([]byte(`{"cidr": 5}`))
+	_, err := kvwatchimpl.JSON[route]{}.Decode([]byte(`{"cidr": 5}`))
 	if err == nil || strings.Count(err.Error(), "json:") != 1 {
 		t.Errorf("type error: %v, want one \"json:\"", err)
 	}
-	_, err = kvwatch.JSON[route]{}.Decode([]byte(`not json`))
+	_, err = kvwatchimpl.JSON[route]{}.Decode([]byte(`not json`))
 	if err == nil || strings.Count(err.Error(), "json:") != 1 {
 		t.Errorf("syntax error: %v, want one \"json:\"", err)
 	}

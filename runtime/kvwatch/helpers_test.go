@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -57,11 +58,11 @@ type vpcConfig struct {
 }
 
 var (
-	routeKind = kvwatch.Kind[routeKey, route]{Name: "Route", Template: routeTemplate.String(),
-		ParseKey: parseRouteKey, FormatKey: routeKey.String, Codec: kvwatch.JSON[route]{}}
-	vpcKind = kvwatch.Kind[vpcKey, vpcConfig]{Name: "VPCConfig", Template: vpcTemplate.String(),
-		ParseKey: parseVPCKey, FormatKey: vpcKey.String, Codec: kvwatch.JSON[vpcConfig]{}}
-	network = kvwatch.BucketSpec{Bucket: "network", Scopes: []kvwatch.ScopeSpec{
+	routeKind = kvwatchimpl.Kind[routeKey, route]{Name: "Route", Template: routeTemplate.String(),
+		ParseKey: parseRouteKey, FormatKey: routeKey.String, Codec: kvwatchimpl.JSON[route]{}}
+	vpcKind = kvwatchimpl.Kind[vpcKey, vpcConfig]{Name: "VPCConfig", Template: vpcTemplate.String(),
+		ParseKey: parseVPCKey, FormatKey: vpcKey.String, Codec: kvwatchimpl.JSON[vpcConfig]{}}
+	network = kvwatchimpl.BucketSpec{Bucket: "network", Scopes: []kvwatchimpl.ScopeSpec{
 		{Name: "VPC", Prefix: "vpc.{vpc}"},
 		{Name: "Route", Prefix: "vpc.{vpc}.route.{route_id}"},
 	}}

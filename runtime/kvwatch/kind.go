@@ -3,44 +3,15 @@ package kvwatch
 import (
 	"fmt"
 	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
-// Kind describes one kind of entry of a bucket: its key template, its
-// typed key parser and its value codec. Generated code declares one per
-// kind; it is read-only after that.
-type Kind[K comparable, V any] struct {
-	// Name is the Go name of the kind, e.g. "Route"; used in errors.
-	Name string
-	// Bucket is the schema's name of the bucket the kind belongs to (the
-	// bucket watched and written may be named otherwise: WithBucket).
-	Bucket string
-	// Template is the key template, e.g. "vpc.{vpc}.route.{route_id}".
-	Template string
-	// ParseKey parses a key matching Template into K.
-	ParseKey func(string) (K, error)
-	// FormatKey formats K as a key; ParseKey(FormatKey(k)) == k for every
-	// valid key.
-	FormatKey func(K) string
-	// Codec converts values.
-	Codec Codec[V]
-	// Clone returns a deep copy of a value: one that shares no slice, map
-	// or pointer with it. Nil means V holds none (a plain copy is deep).
-	Clone func(V) V
-}
-
-// clone deep-copies v when V needs it.
-func (k *Kind[K, V]) clone(v V) V {
-	if k.Clone == nil {
-		return v
-	}
-	return k.Clone(v)
-}
-
-// Binding attaches a Kind to one watcher: the handler that receives its
+// For generated code. Binding attaches a Kind to one watcher: the handler that receives its
 // events and the cache that holds its current entries. Create it with Bind
 // and pass it to Start; do not share it between watchers.
 type Binding[K comparable, V any] struct {
-	kind    *Kind[K, V]
+	kind    *kvwatchimpl.Kind[K, V]
 	handler func(Event[K, V])
 	cache   *Cache[K, V]
 	stats   kindCounters
@@ -54,16 +25,16 @@ type Binding[K comparable, V any] struct {
 	scratch preparedEntry[K, V]
 }
 
-// Bind creates a Binding of kind with handler, which may be nil: the
+// For generated code. Bind creates a Binding of kind with handler, which may be nil: the
 // cache is kept either way.
-func Bind[K comparable, V any](kind *Kind[K, V], handler func(Event[K, V])) *Binding[K, V] {
+func Bind[K comparable, V any](kind *kvwatchimpl.Kind[K, V], handler func(Event[K, V])) *Binding[K, V] {
 	return &Binding[K, V]{kind: kind, handler: handler, cache: newCache(kind)}
 }
 
 // Cache returns the binding's read-only cache.
 func (b *Binding[K, V]) Cache() *Cache[K, V] { return b.cache }
 
-// AnyBinding is a *Binding of any key and value type, as Start takes them.
+// For generated code. AnyBinding is a *Binding of any key and value type, as Start takes them.
 // It is implemented only by *Binding.
 type AnyBinding interface {
 	kindName() string
@@ -251,7 +222,7 @@ func (b *Binding[K, V]) safeClone(v V) (out V, err error) {
 			err = fmt.Errorf("copying the value for the cache: %v", p)
 		}
 	}()
-	return b.kind.clone(v), nil
+	return b.kind.Copy(v), nil
 }
 
 // restore fills the cache from a checkpoint's entries (a []Entry[K, V]),

@@ -5,23 +5,8 @@ import (
 	"strings"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/keys"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
-
-// BucketSpec describes a bucket to the runtime. Generated code declares one
-// per bucket; it is read-only after that.
-type BucketSpec struct {
-	// Bucket is the NATS KV bucket name; its stream is "KV_" + Bucket.
-	Bucket string
-	// Scopes are the ways a watcher of this bucket can be narrowed.
-	Scopes []ScopeSpec
-}
-
-// ScopeSpec is one way to narrow a watcher: a token-aligned prefix of one
-// or more key templates, such as "vpc.{vpc}".
-type ScopeSpec struct {
-	Name   string // Go name, used in errors
-	Prefix string // template prefix
-}
 
 // Scopes is what one watcher watches: the union of Values, or the whole
 // bucket when All is set. The zero Scopes watches nothing.
@@ -41,7 +26,7 @@ type ScopeValue struct {
 
 // compiledScope is a ScopeSpec with what the runtime derives from it.
 type compiledScope struct {
-	spec   ScopeSpec
+	spec   kvwatchimpl.ScopeSpec
 	prefix *Template
 	// exact is set when a key template equals the prefix, so the key
 	// "vpc.a" itself belongs to scope vpc=a; deeper when a template
@@ -50,7 +35,7 @@ type compiledScope struct {
 }
 
 // compileScopes checks the scopes of spec against the kind templates.
-func compileScopes(spec *BucketSpec, templates []*Template) ([]compiledScope, error) {
+func compileScopes(spec *kvwatchimpl.BucketSpec, templates []*Template) ([]compiledScope, error) {
 	out := make([]compiledScope, 0, len(spec.Scopes))
 	for _, s := range spec.Scopes {
 		prefix, err := compileTemplate(s.Prefix)

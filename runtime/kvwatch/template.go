@@ -8,7 +8,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 )
 
-// Template is a compiled key template such as "vpc.{vpc}.route.{route_id}":
+// For generated code. Template is a compiled key template such as "vpc.{vpc}.route.{route_id}":
 // tokens separated by '.', each a literal or a parameter, in the grammar of
 // internal/keys, which the schema follows too. The generator has validated
 // the templates it emits; the runtime compiles them again so that it can
@@ -46,7 +46,7 @@ func compileTemplate(raw string) (*Template, error) {
 	return t, nil
 }
 
-// MustTemplate compiles a template known to be valid, such as those in
+// For generated code. MustTemplate compiles a template known to be valid, such as those in
 // generated code. It panics on an invalid template.
 func MustTemplate(raw string) *Template {
 	t, err := compileTemplate(raw)

@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // Watcher watches the entries of one bucket within a set of scopes, with
@@ -32,7 +34,7 @@ import (
 type Watcher struct {
 	js     jetstream.JetStream
 	cfg    config
-	spec   *BucketSpec
+	spec   *kvwatchimpl.BucketSpec
 	bucket string // the bucket watched: spec.Bucket, or WithBucket's
 	stream string // "KV_" + bucket
 	// subjectPrefix is "$KV.<bucket>.", or of the origin's bucket when the
@@ -103,15 +105,16 @@ type Watcher struct {
 	errAtStart string
 }
 
-// Start validates scopes, checks that the bucket exists and starts
-// watching. Scope values are checked before anything is sent to the server
-// (a *ScopeError, matching ErrInvalidScope). Empty scopes watch nothing: no
+// For generated code (WatchNetwork and the like call it). Start validates
+// scopes, checks that the bucket exists and starts watching. Scope values
+// are checked before anything is sent to the server (a *ScopeError,
+// matching ErrInvalidScope). Empty scopes watch nothing: no
 // consumer is created and the watcher is synced at once.
 //
 // Start returns once the bucket was found; the initial state is read and
 // the consumer created in the background (see WaitSynced). ctx bounds the
 // whole watch, not only Start.
-func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes Scopes, bindings []AnyBinding, opts ...Option) (*Watcher, error) {
+func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.BucketSpec, scopes Scopes, bindings []AnyBinding, opts ...Option) (*Watcher, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)

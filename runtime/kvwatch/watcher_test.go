@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -258,7 +259,7 @@ func TestKeyEqualToScopePrefix(t *testing.T) {
 // itself would double the consumer's filters for keys no template makes.)
 func TestScopeCoversTheKeysOfItsTemplates(t *testing.T) {
 	js, kv := setup(t)
-	routesOnly := kvwatch.BucketSpec{Bucket: "network", Scopes: []kvwatch.ScopeSpec{{Name: "VPC", Prefix: "vpc.{vpc}"}}}
+	routesOnly := kvwatchimpl.BucketSpec{Bucket: "network", Scopes: []kvwatchimpl.ScopeSpec{{Name: "VPC", Prefix: "vpc.{vpc}"}}}
 	put(t, kv, "vpc.a", vpcConfig{Name: "no template is vpc.{vpc} here"})
 	put(t, kv, "vpc.a.route.r1", route{CIDR: "in"})
 	put(t, kv, "vpc.a.other", route{CIDR: "in scope, no template"})

@@ -3,17 +3,17 @@
 package fleetkv
 
 import (
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"time"
 )
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // FirewallRule allows or denies traffic from a CIDR to a port.
@@ -23,8 +23,8 @@ type FirewallRule struct {
 	Port   int    `json:"port"`
 }
 
-// kvwDecodeFirewallRule decodes one FirewallRule on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeFirewallRule(r *kvwatch.JSONReader, v *FirewallRule) {
+// kvwDecodeFirewallRule decodes one FirewallRule on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeFirewallRule(r *kvwatchimpl.JSONReader, v *FirewallRule) {
 	if r.Null() {
 		return
 	}
@@ -39,7 +39,7 @@ func kvwDecodeFirewallRule(r *kvwatch.JSONReader, v *FirewallRule) {
 			r.ReadString(&v.CIDR)
 		case "port":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONInt(r, &v.Port)
+			kvwatchimpl.JSONInt(r, &v.Port)
 		default:
 			r.SkipUnknown("action", "cidr", "port")
 		}
@@ -57,12 +57,12 @@ type Route struct {
 
 // kvwCloneRoute returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneRoute(v Route) Route {
-	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
+	v.Tags = kvwatchimpl.CloneSlice(v.Tags, nil)
 	return v
 }
 
-// kvwDecodeRoute decodes one Route on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeRoute(r *kvwatch.JSONReader, v *Route) {
+// kvwDecodeRoute decodes one Route on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeRoute(r *kvwatchimpl.JSONReader, v *Route) {
 	if r.Null() {
 		return
 	}
@@ -77,13 +77,13 @@ func kvwDecodeRoute(r *kvwatch.JSONReader, v *Route) {
 			r.ReadString(&v.NextHop)
 		case "metric":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONInt(r, &v.Metric)
+			kvwatchimpl.JSONInt(r, &v.Metric)
 		case "tags":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONSlice(r, &v.Tags, (*kvwatch.JSONReader).ReadString)
+			kvwatchimpl.JSONSlice(r, &v.Tags, (*kvwatchimpl.JSONReader).ReadString)
 		case "updated":
 			r.Once(&seen[0], 4)
-			kvwatch.JSONValue(r, &v.Updated)
+			kvwatchimpl.JSONValue(r, &v.Updated)
 		default:
 			r.SkipUnknown("cidr", "next_hop", "metric", "tags", "updated")
 		}
@@ -100,12 +100,12 @@ type VPCConfig struct {
 
 // kvwCloneVPCConfig returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneVPCConfig(v VPCConfig) VPCConfig {
-	v.Labels = kvwatch.CloneMap(v.Labels, nil)
+	v.Labels = kvwatchimpl.CloneMap(v.Labels, nil)
 	return v
 }
 
-// kvwDecodeVPCConfig decodes one VPCConfig on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeVPCConfig(r *kvwatch.JSONReader, v *VPCConfig) {
+// kvwDecodeVPCConfig decodes one VPCConfig on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeVPCConfig(r *kvwatchimpl.JSONReader, v *VPCConfig) {
 	if r.Null() {
 		return
 	}
@@ -123,7 +123,7 @@ func kvwDecodeVPCConfig(r *kvwatch.JSONReader, v *VPCConfig) {
 			r.ReadString(&v.Region)
 		case "labels":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONMap(r, &v.Labels, (*kvwatch.JSONReader).ReadString)
+			kvwatchimpl.JSONMap(r, &v.Labels, (*kvwatchimpl.JSONReader).ReadString)
 		default:
 			r.SkipUnknown("name", "cidr", "region", "labels")
 		}

@@ -5,6 +5,7 @@ package fleetkv
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"strconv"
 	"time"
@@ -47,13 +48,13 @@ var kvwNetworkVPCConfigTemplate = kvwatch.MustTemplate("vpc.{vpc}")
 type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 
 // kvwNetworkVPCConfigKind describes VPCConfig entries to the runtime.
-var kvwNetworkVPCConfigKind = kvwatch.Kind[VPCConfigKey, VPCConfig]{
+var kvwNetworkVPCConfigKind = kvwatchimpl.Kind[VPCConfigKey, VPCConfig]{
 	Name:      "VPCConfig",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}",
 	ParseKey:  ParseVPCConfigKey,
 	FormatKey: VPCConfigKey.String,
-	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
+	Codec:     kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
 	Clone:     kvwCloneVPCConfig,
 }
 
@@ -95,13 +96,13 @@ var kvwNetworkRouteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
 type RouteEvent = kvwatch.Event[RouteKey, Route]
 
 // kvwNetworkRouteKind describes Route entries to the runtime.
-var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
+var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, Route]{
 	Name:      "Route",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}",
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
-	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
+	Codec:     kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
 	Clone:     kvwCloneRoute,
 }
 
@@ -131,7 +132,7 @@ func ParseFirewallRuleKey(key string) (FirewallRuleKey, error) {
 	var k FirewallRuleKey
 	k.VPC = p[0]
 	var err error
-	if k.Priority, err = kvwatch.ParseUintParam(p[1]); err != nil {
+	if k.Priority, err = kvwatchimpl.ParseUintParam(p[1]); err != nil {
 		return FirewallRuleKey{}, &kvwatch.ParamError{
 			Key:   key,
 			Param: "priority",
@@ -153,19 +154,19 @@ var kvwNetworkFirewallRuleTemplate = kvwatch.MustTemplate("vpc.{vpc}.firewall.{p
 type FirewallRuleEvent = kvwatch.Event[FirewallRuleKey, FirewallRule]
 
 // kvwNetworkFirewallRuleKind describes FirewallRule entries to the runtime.
-var kvwNetworkFirewallRuleKind = kvwatch.Kind[FirewallRuleKey, FirewallRule]{
+var kvwNetworkFirewallRuleKind = kvwatchimpl.Kind[FirewallRuleKey, FirewallRule]{
 	Name:      "FirewallRule",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}.firewall.{priority:uint}",
 	ParseKey:  ParseFirewallRuleKey,
 	FormatKey: FirewallRuleKey.String,
-	Codec:     kvwatch.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
+	Codec:     kvwatchimpl.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.
-var kvwNetworkSpec = kvwatch.BucketSpec{
+var kvwNetworkSpec = kvwatchimpl.BucketSpec{
 	Bucket: "network",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "VPC",
 		Prefix: "vpc.{vpc}",
 	}},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"net/netip"
 	"slices"
@@ -45,13 +46,13 @@ var kvwBlobsTextTemplate = kvwatch.MustTemplate("text.{id}")
 type TextEvent = kvwatch.Event[TextKey, string]
 
 // kvwBlobsTextKind describes Text entries to the runtime.
-var kvwBlobsTextKind = kvwatch.Kind[TextKey, string]{
+var kvwBlobsTextKind = kvwatchimpl.Kind[TextKey, string]{
 	Name:      "Text",
 	Bucket:    "blobs",
 	Template:  "text.{id}",
 	ParseKey:  ParseTextKey,
 	FormatKey: TextKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // BlobKey is the key of a Blob entry of bucket blobs: "blob.{id}". Its fields
@@ -87,13 +88,13 @@ var kvwBlobsBlobTemplate = kvwatch.MustTemplate("blob.{id}")
 type BlobEvent = kvwatch.Event[BlobKey, []byte]
 
 // kvwBlobsBlobKind describes Blob entries to the runtime.
-var kvwBlobsBlobKind = kvwatch.Kind[BlobKey, []byte]{
+var kvwBlobsBlobKind = kvwatchimpl.Kind[BlobKey, []byte]{
 	Name:      "Blob",
 	Bucket:    "blobs",
 	Template:  "blob.{id}",
 	ParseKey:  ParseBlobKey,
 	FormatKey: BlobKey.String,
-	Codec:     kvwatch.Bytes{},
+	Codec:     kvwatchimpl.Bytes{},
 	Clone: func(v []byte) []byte {
 		return slices.Clone(v)
 	},
@@ -132,14 +133,14 @@ var kvwBlobsPrefixTemplate = kvwatch.MustTemplate("prefix.{id}")
 type PrefixEvent = kvwatch.Event[PrefixKey, netip.Prefix]
 
 // kvwBlobsPrefixKind describes Prefix entries to the runtime.
-var kvwBlobsPrefixKind = kvwatch.Kind[PrefixKey, netip.Prefix]{
+var kvwBlobsPrefixKind = kvwatchimpl.Kind[PrefixKey, netip.Prefix]{
 	Name:      "Prefix",
 	Bucket:    "blobs",
 	Template:  "prefix.{id}",
 	ParseKey:  ParsePrefixKey,
 	FormatKey: PrefixKey.String,
-	Codec:     kvwatch.Text[netip.Prefix, *netip.Prefix]{},
-	Clone:     kvwatch.CodecClone(kvwatch.Text[netip.Prefix, *netip.Prefix]{}),
+	Codec:     kvwatchimpl.Text[netip.Prefix, *netip.Prefix]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.Text[netip.Prefix, *netip.Prefix]{}),
 }
 
 // StampKey is the key of a Stamp entry of bucket blobs: "stamp.{id}". Its
@@ -175,13 +176,13 @@ var kvwBlobsStampTemplate = kvwatch.MustTemplate("stamp.{id}")
 type StampEvent = kvwatch.Event[StampKey, time.Time]
 
 // kvwBlobsStampKind describes Stamp entries to the runtime.
-var kvwBlobsStampKind = kvwatch.Kind[StampKey, time.Time]{
+var kvwBlobsStampKind = kvwatchimpl.Kind[StampKey, time.Time]{
 	Name:      "Stamp",
 	Bucket:    "blobs",
 	Template:  "stamp.{id}",
 	ParseKey:  ParseStampKey,
 	FormatKey: StampKey.String,
-	Codec:     kvwatch.Binary[time.Time, *time.Time]{},
+	Codec:     kvwatchimpl.Binary[time.Time, *time.Time]{},
 }
 
 // AddrKey is the key of a Addr entry of bucket blobs: "addr.{id}". Its fields
@@ -217,14 +218,14 @@ var kvwBlobsAddrTemplate = kvwatch.MustTemplate("addr.{id}")
 type AddrEvent = kvwatch.Event[AddrKey, netip.Addr]
 
 // kvwBlobsAddrKind describes Addr entries to the runtime.
-var kvwBlobsAddrKind = kvwatch.Kind[AddrKey, netip.Addr]{
+var kvwBlobsAddrKind = kvwatchimpl.Kind[AddrKey, netip.Addr]{
 	Name:      "Addr",
 	Bucket:    "blobs",
 	Template:  "addr.{id}",
 	ParseKey:  ParseAddrKey,
 	FormatKey: AddrKey.String,
-	Codec:     kvwatch.JSON[netip.Addr]{},
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
+	Codec:     kvwatchimpl.JSON[netip.Addr]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[netip.Addr]{}),
 }
 
 // RawKey is the key of a Raw entry of bucket blobs: "raw.{id}". Its fields
@@ -260,22 +261,22 @@ var kvwBlobsRawTemplate = kvwatch.MustTemplate("raw.{id}")
 type RawEvent = kvwatch.Event[RawKey, json.RawMessage]
 
 // kvwBlobsRawKind describes Raw entries to the runtime.
-var kvwBlobsRawKind = kvwatch.Kind[RawKey, json.RawMessage]{
+var kvwBlobsRawKind = kvwatchimpl.Kind[RawKey, json.RawMessage]{
 	Name:      "Raw",
 	Bucket:    "blobs",
 	Template:  "raw.{id}",
 	ParseKey:  ParseRawKey,
 	FormatKey: RawKey.String,
-	Codec:     kvwatch.JSON[json.RawMessage]{},
+	Codec:     kvwatchimpl.JSON[json.RawMessage]{},
 	Clone: func(v json.RawMessage) json.RawMessage {
 		return slices.Clone(v)
 	},
 }
 
 // kvwBlobsSpec describes bucket blobs to the runtime.
-var kvwBlobsSpec = kvwatch.BucketSpec{
+var kvwBlobsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "blobs",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // BlobsScopes selects what a BlobsWatcher watches: every entry under any of

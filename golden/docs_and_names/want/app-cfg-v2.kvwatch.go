@@ -5,6 +5,7 @@ package docs
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -48,19 +49,19 @@ var kvwAppConfigFeatureTemplate = kvwatch.MustTemplate("feature.{flag}")
 type FeatureEvent = kvwatch.Event[FeatureKey, Feature]
 
 // kvwAppConfigFeatureKind describes Feature entries to the runtime.
-var kvwAppConfigFeatureKind = kvwatch.Kind[FeatureKey, Feature]{
+var kvwAppConfigFeatureKind = kvwatchimpl.Kind[FeatureKey, Feature]{
 	Name:      "Feature",
 	Bucket:    "app_cfg_v2",
 	Template:  "feature.{flag}",
 	ParseKey:  ParseFeatureKey,
 	FormatKey: FeatureKey.String,
-	Codec:     kvwatch.JSON[Feature]{Fast: kvwDecodeFeature},
+	Codec:     kvwatchimpl.JSON[Feature]{Fast: kvwDecodeFeature},
 }
 
 // kvwAppConfigSpec describes bucket app_cfg_v2 to the runtime.
-var kvwAppConfigSpec = kvwatch.BucketSpec{
+var kvwAppConfigSpec = kvwatchimpl.BucketSpec{
 	Bucket: "app_cfg_v2",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // AppConfigScopes selects what a AppConfigWatcher watches: every entry under

@@ -2,15 +2,15 @@
 
 package docs
 
-import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Feature is one feature flag.
@@ -21,8 +21,8 @@ type Feature struct {
 	Percent float64 `json:"percent"`
 }
 
-// kvwDecodeFeature decodes one Feature on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeFeature(r *kvwatch.JSONReader, v *Feature) {
+// kvwDecodeFeature decodes one Feature on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeFeature(r *kvwatchimpl.JSONReader, v *Feature) {
 	if r.Null() {
 		return
 	}

@@ -5,6 +5,7 @@ package external
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"net/netip"
 	"net/url"
@@ -44,13 +45,13 @@ var kvwHostsHostTemplate = kvwatch.MustTemplate("host.{name}")
 type HostEvent = kvwatch.Event[HostKey, Host]
 
 // kvwHostsHostKind describes Host entries to the runtime.
-var kvwHostsHostKind = kvwatch.Kind[HostKey, Host]{
+var kvwHostsHostKind = kvwatchimpl.Kind[HostKey, Host]{
 	Name:      "Host",
 	Bucket:    "hosts",
 	Template:  "host.{name}",
 	ParseKey:  ParseHostKey,
 	FormatKey: HostKey.String,
-	Codec:     kvwatch.JSON[Host]{Fast: kvwDecodeHost},
+	Codec:     kvwatchimpl.JSON[Host]{Fast: kvwDecodeHost},
 	Clone:     kvwCloneHost,
 }
 
@@ -88,14 +89,14 @@ var kvwHostsAddressTemplate = kvwatch.MustTemplate("host.{name}.addr")
 type AddressEvent = kvwatch.Event[AddressKey, netip.Addr]
 
 // kvwHostsAddressKind describes Address entries to the runtime.
-var kvwHostsAddressKind = kvwatch.Kind[AddressKey, netip.Addr]{
+var kvwHostsAddressKind = kvwatchimpl.Kind[AddressKey, netip.Addr]{
 	Name:      "Address",
 	Bucket:    "hosts",
 	Template:  "host.{name}.addr",
 	ParseKey:  ParseAddressKey,
 	FormatKey: AddressKey.String,
-	Codec:     kvwatch.JSON[netip.Addr]{},
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[netip.Addr]{}),
+	Codec:     kvwatchimpl.JSON[netip.Addr]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[netip.Addr]{}),
 }
 
 // LinkKey is the key of a Link entry of bucket hosts: "host.{name}.link". Its
@@ -131,20 +132,20 @@ var kvwHostsLinkTemplate = kvwatch.MustTemplate("host.{name}.link")
 type LinkEvent = kvwatch.Event[LinkKey, url.URL]
 
 // kvwHostsLinkKind describes Link entries to the runtime.
-var kvwHostsLinkKind = kvwatch.Kind[LinkKey, url.URL]{
+var kvwHostsLinkKind = kvwatchimpl.Kind[LinkKey, url.URL]{
 	Name:      "Link",
 	Bucket:    "hosts",
 	Template:  "host.{name}.link",
 	ParseKey:  ParseLinkKey,
 	FormatKey: LinkKey.String,
-	Codec:     kvwatch.JSON[url.URL]{},
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[url.URL]{}),
+	Codec:     kvwatchimpl.JSON[url.URL]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[url.URL]{}),
 }
 
 // kvwHostsSpec describes bucket hosts to the runtime.
-var kvwHostsSpec = kvwatch.BucketSpec{
+var kvwHostsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "hosts",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // HostsScopes selects what a HostsWatcher watches: every entry under any of

@@ -3,18 +3,18 @@
 package external
 
 import (
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"net/netip"
 	"time"
 )
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Host is a value type of the schema.
@@ -27,19 +27,19 @@ type Host struct {
 
 // kvwCloneHost returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneHost(v Host) Host {
-	v.Prefix = kvwatch.CloneJSON(v.Prefix)
-	v.Prefixes = kvwatch.CloneSlice(v.Prefixes, func(v netip.Prefix) netip.Prefix {
-		return kvwatch.CloneJSON(v)
+	v.Prefix = kvwatchimpl.CloneJSON(v.Prefix)
+	v.Prefixes = kvwatchimpl.CloneSlice(v.Prefixes, func(v netip.Prefix) netip.Prefix {
+		return kvwatchimpl.CloneJSON(v)
 	})
-	v.Timeout = kvwatch.CloneJSON(v.Timeout)
-	v.ByName = kvwatch.CloneMap(v.ByName, func(v netip.Addr) netip.Addr {
-		return kvwatch.CloneJSON(v)
+	v.Timeout = kvwatchimpl.CloneJSON(v.Timeout)
+	v.ByName = kvwatchimpl.CloneMap(v.ByName, func(v netip.Addr) netip.Addr {
+		return kvwatchimpl.CloneJSON(v)
 	})
 	return v
 }
 
-// kvwDecodeHost decodes one Host on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeHost(r *kvwatch.JSONReader, v *Host) {
+// kvwDecodeHost decodes one Host on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeHost(r *kvwatchimpl.JSONReader, v *Host) {
 	if r.Null() {
 		return
 	}
@@ -48,16 +48,16 @@ func kvwDecodeHost(r *kvwatch.JSONReader, v *Host) {
 		switch string(r.Key()) {
 		case "prefix":
 			r.Once(&seen[0], 0)
-			kvwatch.JSONValue(r, &v.Prefix)
+			kvwatchimpl.JSONValue(r, &v.Prefix)
 		case "prefixes":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONSlice(r, &v.Prefixes, kvwatch.JSONValue[netip.Prefix])
+			kvwatchimpl.JSONSlice(r, &v.Prefixes, kvwatchimpl.JSONValue[netip.Prefix])
 		case "timeout":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONValue(r, &v.Timeout)
+			kvwatchimpl.JSONValue(r, &v.Timeout)
 		case "by_name":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONMap(r, &v.ByName, kvwatch.JSONValue[netip.Addr])
+			kvwatchimpl.JSONMap(r, &v.ByName, kvwatchimpl.JSONValue[netip.Addr])
 		default:
 			r.SkipUnknown("prefix", "prefixes", "timeout", "by_name")
 		}

@@ -5,6 +5,7 @@ package filenames
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwDashItemTemplate = kvwatch.MustTemplate("item.{id}")
 type ItemEvent = kvwatch.Event[ItemKey, string]
 
 // kvwDashItemKind describes Item entries to the runtime.
-var kvwDashItemKind = kvwatch.Kind[ItemKey, string]{
+var kvwDashItemKind = kvwatchimpl.Kind[ItemKey, string]{
 	Name:      "Item",
 	Bucket:    "-dash",
 	Template:  "item.{id}",
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwDashSpec describes bucket -dash to the runtime.
-var kvwDashSpec = kvwatch.BucketSpec{
+var kvwDashSpec = kvwatchimpl.BucketSpec{
 	Bucket: "-dash",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // DashScopes selects what a DashWatcher watches: every entry under any of the

@@ -5,6 +5,7 @@ package filenames
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwEdgeWindowsEdgeTemplate = kvwatch.MustTemplate("edge.{id}")
 type EdgeEvent = kvwatch.Event[EdgeKey, string]
 
 // kvwEdgeWindowsEdgeKind describes Edge entries to the runtime.
-var kvwEdgeWindowsEdgeKind = kvwatch.Kind[EdgeKey, string]{
+var kvwEdgeWindowsEdgeKind = kvwatchimpl.Kind[EdgeKey, string]{
 	Name:      "Edge",
 	Bucket:    "edge_windows",
 	Template:  "edge.{id}",
 	ParseKey:  ParseEdgeKey,
 	FormatKey: EdgeKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwEdgeWindowsSpec describes bucket edge_windows to the runtime.
-var kvwEdgeWindowsSpec = kvwatch.BucketSpec{
+var kvwEdgeWindowsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "edge_windows",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // EdgeWindowsScopes selects what a EdgeWindowsWatcher watches: every entry

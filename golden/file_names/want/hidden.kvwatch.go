@@ -5,6 +5,7 @@ package filenames
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwHiddenSecretTemplate = kvwatch.MustTemplate("secret.{id}")
 type SecretEvent = kvwatch.Event[SecretKey, string]
 
 // kvwHiddenSecretKind describes Secret entries to the runtime.
-var kvwHiddenSecretKind = kvwatch.Kind[SecretKey, string]{
+var kvwHiddenSecretKind = kvwatchimpl.Kind[SecretKey, string]{
 	Name:      "Secret",
 	Bucket:    "_hidden",
 	Template:  "secret.{id}",
 	ParseKey:  ParseSecretKey,
 	FormatKey: SecretKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwHiddenSpec describes bucket _hidden to the runtime.
-var kvwHiddenSpec = kvwatch.BucketSpec{
+var kvwHiddenSpec = kvwatchimpl.BucketSpec{
 	Bucket: "_hidden",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // HiddenScopes selects what a HiddenWatcher watches: every entry under any of

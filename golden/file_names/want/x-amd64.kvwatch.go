@@ -5,6 +5,7 @@ package filenames
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwXAmd64XTemplate = kvwatch.MustTemplate("x.{id}")
 type XEvent = kvwatch.Event[XKey, string]
 
 // kvwXAmd64XKind describes X entries to the runtime.
-var kvwXAmd64XKind = kvwatch.Kind[XKey, string]{
+var kvwXAmd64XKind = kvwatchimpl.Kind[XKey, string]{
 	Name:      "X",
 	Bucket:    "x_amd64",
 	Template:  "x.{id}",
 	ParseKey:  ParseXKey,
 	FormatKey: XKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwXAmd64Spec describes bucket x_amd64 to the runtime.
-var kvwXAmd64Spec = kvwatch.BucketSpec{
+var kvwXAmd64Spec = kvwatchimpl.BucketSpec{
 	Bucket: "x_amd64",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // XAmd64Scopes selects what a XAmd64Watcher watches: every entry under any of

@@ -5,6 +5,7 @@ package filenames
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwYLinuxARM64YTemplate = kvwatch.MustTemplate("y.{id}")
 type YEvent = kvwatch.Event[YKey, string]
 
 // kvwYLinuxARM64YKind describes Y entries to the runtime.
-var kvwYLinuxARM64YKind = kvwatch.Kind[YKey, string]{
+var kvwYLinuxARM64YKind = kvwatchimpl.Kind[YKey, string]{
 	Name:      "Y",
 	Bucket:    "Y_Linux_ARM64",
 	Template:  "y.{id}",
 	ParseKey:  ParseYKey,
 	FormatKey: YKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwYLinuxARM64Spec describes bucket Y_Linux_ARM64 to the runtime.
-var kvwYLinuxARM64Spec = kvwatch.BucketSpec{
+var kvwYLinuxARM64Spec = kvwatchimpl.BucketSpec{
 	Bucket: "Y_Linux_ARM64",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // YLinuxARM64Scopes selects what a YLinuxARM64Watcher watches: every entry

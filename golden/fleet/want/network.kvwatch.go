@@ -5,6 +5,7 @@ package fleet
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -47,13 +48,13 @@ var kvwNetworkRouteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
 type RouteEvent = kvwatch.Event[RouteKey, Route]
 
 // kvwNetworkRouteKind describes Route entries to the runtime.
-var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, Route]{
+var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, Route]{
 	Name:      "Route",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}",
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
-	Codec:     kvwatch.JSON[Route]{Fast: kvwDecodeRoute},
+	Codec:     kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
 	Clone:     kvwCloneRoute,
 }
 
@@ -92,19 +93,19 @@ var kvwNetworkVPCConfigTemplate = kvwatch.MustTemplate("vpc.{vpc}")
 type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 
 // kvwNetworkVPCConfigKind describes VPCConfig entries to the runtime.
-var kvwNetworkVPCConfigKind = kvwatch.Kind[VPCConfigKey, VPCConfig]{
+var kvwNetworkVPCConfigKind = kvwatchimpl.Kind[VPCConfigKey, VPCConfig]{
 	Name:      "VPCConfig",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}",
 	ParseKey:  ParseVPCConfigKey,
 	FormatKey: VPCConfigKey.String,
-	Codec:     kvwatch.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
+	Codec:     kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.
-var kvwNetworkSpec = kvwatch.BucketSpec{
+var kvwNetworkSpec = kvwatchimpl.BucketSpec{
 	Bucket: "network",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "VPC",
 		Prefix: "vpc.{vpc}",
 	}},

@@ -5,6 +5,7 @@ package members
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,13 +43,13 @@ var kvwAppStrTemplate = kvwatch.MustTemplate("str.{string}")
 type StrEvent = kvwatch.Event[StrKey, string]
 
 // kvwAppStrKind describes Str entries to the runtime.
-var kvwAppStrKind = kvwatch.Kind[StrKey, string]{
+var kvwAppStrKind = kvwatchimpl.Kind[StrKey, string]{
 	Name:      "Str",
 	Bucket:    "app",
 	Template:  "str.{string}",
 	ParseKey:  ParseStrKey,
 	FormatKey: StrKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // SyncedKey is the key of a Synced entry of bucket app: "synced.{id}". Its
@@ -84,13 +85,13 @@ var kvwAppSyncedTemplate = kvwatch.MustTemplate("synced.{id}")
 type SyncedEvent = kvwatch.Event[SyncedKey, string]
 
 // kvwAppSyncedKind describes Synced entries to the runtime.
-var kvwAppSyncedKind = kvwatch.Kind[SyncedKey, string]{
+var kvwAppSyncedKind = kvwatchimpl.Kind[SyncedKey, string]{
 	Name:      "Synced",
 	Bucket:    "app",
 	Template:  "synced.{id}",
 	ParseKey:  ParseSyncedKey,
 	FormatKey: SyncedKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // ErrorKey is the key of a Error entry of bucket app: "error.{id}". Its
@@ -126,13 +127,13 @@ var kvwAppErrorTemplate = kvwatch.MustTemplate("error.{id}")
 type ErrorEvent = kvwatch.Event[ErrorKey, string]
 
 // kvwAppErrorKind describes Error entries to the runtime.
-var kvwAppErrorKind = kvwatch.Kind[ErrorKey, string]{
+var kvwAppErrorKind = kvwatchimpl.Kind[ErrorKey, string]{
 	Name:      "Error",
 	Bucket:    "app",
 	Template:  "error.{id}",
 	ParseKey:  ParseErrorKey,
 	FormatKey: ErrorKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // RevisionKey is the key of a Revision entry of bucket app: "revision.{id}".
@@ -168,19 +169,19 @@ var kvwAppRevisionTemplate = kvwatch.MustTemplate("revision.{id}")
 type RevisionEvent = kvwatch.Event[RevisionKey, string]
 
 // kvwAppRevisionKind describes Revision entries to the runtime.
-var kvwAppRevisionKind = kvwatch.Kind[RevisionKey, string]{
+var kvwAppRevisionKind = kvwatchimpl.Kind[RevisionKey, string]{
 	Name:      "Revision",
 	Bucket:    "app",
 	Template:  "revision.{id}",
 	ParseKey:  ParseRevisionKey,
 	FormatKey: RevisionKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwAppSpec describes bucket app to the runtime.
-var kvwAppSpec = kvwatch.BucketSpec{
+var kvwAppSpec = kvwatchimpl.BucketSpec{
 	Bucket: "app",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "All",
 		Prefix: "str.{string}",
 	}},

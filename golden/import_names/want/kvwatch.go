@@ -8,17 +8,17 @@ import (
 	vpkg "github.com/kvwatchgen/kvwatchgen/golden/import_names/other/v"
 	timepkg "github.com/kvwatchgen/kvwatchgen/golden/import_names/time"
 	vpkg2 "github.com/kvwatchgen/kvwatchgen/golden/import_names/v"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"time"
 )
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Holder is a value type of the schema.
@@ -33,18 +33,18 @@ type Holder struct {
 
 // kvwCloneHolder returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneHolder(v Holder) Holder {
-	v.V = kvwatch.CloneJSON(v.V)
-	v.OtherV = kvwatch.CloneSlice(v.OtherV, func(v vpkg.T) vpkg.T {
-		return kvwatch.CloneJSON(v)
+	v.V = kvwatchimpl.CloneJSON(v.V)
+	v.OtherV = kvwatchimpl.CloneSlice(v.OtherV, func(v vpkg.T) vpkg.T {
+		return kvwatchimpl.CloneJSON(v)
 	})
-	v.Key = kvwatch.CloneJSON(v.Key)
-	v.Kvwatch = kvwatch.CloneJSON(v.Kvwatch)
-	v.Time = kvwatch.CloneJSON(v.Time)
+	v.Key = kvwatchimpl.CloneJSON(v.Key)
+	v.Kvwatch = kvwatchimpl.CloneJSON(v.Kvwatch)
+	v.Time = kvwatchimpl.CloneJSON(v.Time)
 	return v
 }
 
-// kvwDecodeHolder decodes one Holder on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeHolder(r *kvwatch.JSONReader, v *Holder) {
+// kvwDecodeHolder decodes one Holder on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeHolder(r *kvwatchimpl.JSONReader, v *Holder) {
 	if r.Null() {
 		return
 	}
@@ -53,22 +53,22 @@ func kvwDecodeHolder(r *kvwatch.JSONReader, v *Holder) {
 		switch string(r.Key()) {
 		case "v":
 			r.Once(&seen[0], 0)
-			kvwatch.JSONValue(r, &v.V)
+			kvwatchimpl.JSONValue(r, &v.V)
 		case "other_v":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONSlice(r, &v.OtherV, kvwatch.JSONValue[vpkg.T])
+			kvwatchimpl.JSONSlice(r, &v.OtherV, kvwatchimpl.JSONValue[vpkg.T])
 		case "key":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONValue(r, &v.Key)
+			kvwatchimpl.JSONValue(r, &v.Key)
 		case "kvwatch":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONValue(r, &v.Kvwatch)
+			kvwatchimpl.JSONValue(r, &v.Kvwatch)
 		case "time":
 			r.Once(&seen[0], 4)
-			kvwatch.JSONValue(r, &v.Time)
+			kvwatchimpl.JSONValue(r, &v.Time)
 		case "at":
 			r.Once(&seen[0], 5)
-			kvwatch.JSONValue(r, &v.At)
+			kvwatchimpl.JSONValue(r, &v.At)
 		default:
 			r.SkipUnknown("v", "other_v", "key", "kvwatch", "time", "at")
 		}

@@ -11,6 +11,7 @@ import (
 	vpkg2 "github.com/kvwatchgen/kvwatchgen/golden/import_names/v"
 	wpkg "github.com/kvwatchgen/kvwatchgen/golden/import_names/w"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -48,18 +49,18 @@ var kvwThingsVsTemplate = kvwatch.MustTemplate("v.{id}")
 type VsEvent = kvwatch.Event[VsKey, []vpkg2.T]
 
 // kvwThingsVsKind describes Vs entries to the runtime.
-var kvwThingsVsKind = kvwatch.Kind[VsKey, []vpkg2.T]{
+var kvwThingsVsKind = kvwatchimpl.Kind[VsKey, []vpkg2.T]{
 	Name:      "Vs",
 	Bucket:    "things",
 	Template:  "v.{id}",
 	ParseKey:  ParseVsKey,
 	FormatKey: VsKey.String,
-	Codec: kvwatch.JSON[[]vpkg2.T]{Fast: func(r *kvwatch.JSONReader, p *[]vpkg2.T) {
-		kvwatch.JSONSlice(r, p, kvwatch.JSONValue[vpkg2.T])
+	Codec: kvwatchimpl.JSON[[]vpkg2.T]{Fast: func(r *kvwatchimpl.JSONReader, p *[]vpkg2.T) {
+		kvwatchimpl.JSONSlice(r, p, kvwatchimpl.JSONValue[vpkg2.T])
 	}},
 	Clone: func(v []vpkg2.T) []vpkg2.T {
-		return kvwatch.CloneSlice(v, func(v vpkg2.T) vpkg2.T {
-			return kvwatch.CloneJSON(v)
+		return kvwatchimpl.CloneSlice(v, func(v vpkg2.T) vpkg2.T {
+			return kvwatchimpl.CloneJSON(v)
 		})
 	},
 }
@@ -97,14 +98,14 @@ var kvwThingsCPTemplate = kvwatch.MustTemplate("cp.{id}")
 type CPEvent = kvwatch.Event[CPKey, cppkg.T]
 
 // kvwThingsCPKind describes CP entries to the runtime.
-var kvwThingsCPKind = kvwatch.Kind[CPKey, cppkg.T]{
+var kvwThingsCPKind = kvwatchimpl.Kind[CPKey, cppkg.T]{
 	Name:      "CP",
 	Bucket:    "things",
 	Template:  "cp.{id}",
 	ParseKey:  ParseCPKey,
 	FormatKey: CPKey.String,
-	Codec:     kvwatch.JSON[cppkg.T]{},
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[cppkg.T]{}),
+	Codec:     kvwatchimpl.JSON[cppkg.T]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[cppkg.T]{}),
 }
 
 // ErrKey is the key of a Err entry of bucket things: "err.{id}". Its fields
@@ -140,18 +141,18 @@ var kvwThingsErrTemplate = kvwatch.MustTemplate("err.{id}")
 type ErrEvent = kvwatch.Event[ErrKey, map[string]errpkg.T]
 
 // kvwThingsErrKind describes Err entries to the runtime.
-var kvwThingsErrKind = kvwatch.Kind[ErrKey, map[string]errpkg.T]{
+var kvwThingsErrKind = kvwatchimpl.Kind[ErrKey, map[string]errpkg.T]{
 	Name:      "Err",
 	Bucket:    "things",
 	Template:  "err.{id}",
 	ParseKey:  ParseErrKey,
 	FormatKey: ErrKey.String,
-	Codec: kvwatch.JSON[map[string]errpkg.T]{Fast: func(r *kvwatch.JSONReader, p *map[string]errpkg.T) {
-		kvwatch.JSONMap(r, p, kvwatch.JSONValue[errpkg.T])
+	Codec: kvwatchimpl.JSON[map[string]errpkg.T]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string]errpkg.T) {
+		kvwatchimpl.JSONMap(r, p, kvwatchimpl.JSONValue[errpkg.T])
 	}},
 	Clone: func(v map[string]errpkg.T) map[string]errpkg.T {
-		return kvwatch.CloneMap(v, func(v errpkg.T) errpkg.T {
-			return kvwatch.CloneJSON(v)
+		return kvwatchimpl.CloneMap(v, func(v errpkg.T) errpkg.T {
+			return kvwatchimpl.CloneJSON(v)
 		})
 	},
 }
@@ -189,14 +190,14 @@ var kvwThingsWTemplate = kvwatch.MustTemplate("w.{id}")
 type WEvent = kvwatch.Event[WKey, wpkg.T]
 
 // kvwThingsWKind describes W entries to the runtime.
-var kvwThingsWKind = kvwatch.Kind[WKey, wpkg.T]{
+var kvwThingsWKind = kvwatchimpl.Kind[WKey, wpkg.T]{
 	Name:      "W",
 	Bucket:    "things",
 	Template:  "w.{id}",
 	ParseKey:  ParseWKey,
 	FormatKey: WKey.String,
-	Codec:     kvwatch.JSON[wpkg.T]{},
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[wpkg.T]{}),
+	Codec:     kvwatchimpl.JSON[wpkg.T]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[wpkg.T]{}),
 }
 
 // AnyKey is the key of a Any entry of bucket things: "any.{id}". Its fields
@@ -232,14 +233,14 @@ var kvwThingsAnyTemplate = kvwatch.MustTemplate("any.{id}")
 type AnyEvent = kvwatch.Event[AnyKey, anypkg.T]
 
 // kvwThingsAnyKind describes Any entries to the runtime.
-var kvwThingsAnyKind = kvwatch.Kind[AnyKey, anypkg.T]{
+var kvwThingsAnyKind = kvwatchimpl.Kind[AnyKey, anypkg.T]{
 	Name:      "Any",
 	Bucket:    "things",
 	Template:  "any.{id}",
 	ParseKey:  ParseAnyKey,
 	FormatKey: AnyKey.String,
-	Codec:     kvwatch.JSON[anypkg.T]{},
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[anypkg.T]{}),
+	Codec:     kvwatchimpl.JSON[anypkg.T]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[anypkg.T]{}),
 }
 
 // KeyKey is the key of a Key entry of bucket things: "key.{id}". Its fields
@@ -275,14 +276,14 @@ var kvwThingsKeyTemplate = kvwatch.MustTemplate("key.{id}")
 type KeyEvent = kvwatch.Event[KeyKey, keypkg2.T]
 
 // kvwThingsKeyKind describes Key entries to the runtime.
-var kvwThingsKeyKind = kvwatch.Kind[KeyKey, keypkg2.T]{
+var kvwThingsKeyKind = kvwatchimpl.Kind[KeyKey, keypkg2.T]{
 	Name:      "Key",
 	Bucket:    "things",
 	Template:  "key.{id}",
 	ParseKey:  ParseKeyKey,
 	FormatKey: KeyKey.String,
-	Codec:     kvwatch.JSON[keypkg2.T]{},
-	Clone:     kvwatch.CodecClone(kvwatch.JSON[keypkg2.T]{}),
+	Codec:     kvwatchimpl.JSON[keypkg2.T]{},
+	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[keypkg2.T]{}),
 }
 
 // HolderKey is the key of a Holder entry of bucket things: "holder.{id}". Its
@@ -318,20 +319,20 @@ var kvwThingsHolderTemplate = kvwatch.MustTemplate("holder.{id}")
 type HolderEvent = kvwatch.Event[HolderKey, Holder]
 
 // kvwThingsHolderKind describes Holder entries to the runtime.
-var kvwThingsHolderKind = kvwatch.Kind[HolderKey, Holder]{
+var kvwThingsHolderKind = kvwatchimpl.Kind[HolderKey, Holder]{
 	Name:      "Holder",
 	Bucket:    "things",
 	Template:  "holder.{id}",
 	ParseKey:  ParseHolderKey,
 	FormatKey: HolderKey.String,
-	Codec:     kvwatch.JSON[Holder]{Fast: kvwDecodeHolder},
+	Codec:     kvwatchimpl.JSON[Holder]{Fast: kvwDecodeHolder},
 	Clone:     kvwCloneHolder,
 }
 
 // kvwThingsSpec describes bucket things to the runtime.
-var kvwThingsSpec = kvwatch.BucketSpec{
+var kvwThingsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "things",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // ThingsScopes selects what a ThingsWatcher watches: every entry under any of

@@ -5,6 +5,7 @@ package initialisms
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -45,20 +46,20 @@ var kvwKVStoreAPIKeyTemplate = kvwatch.MustTemplate("user.{user_id}.api.{api_key
 type APIKeyEvent = kvwatch.Event[APIKeyKey, APIKey]
 
 // kvwKVStoreAPIKeyKind describes APIKey entries to the runtime.
-var kvwKVStoreAPIKeyKind = kvwatch.Kind[APIKeyKey, APIKey]{
+var kvwKVStoreAPIKeyKind = kvwatchimpl.Kind[APIKeyKey, APIKey]{
 	Name:      "APIKey",
 	Bucket:    "kv-store",
 	Template:  "user.{user_id}.api.{api_key_id}",
 	ParseKey:  ParseAPIKeyKey,
 	FormatKey: APIKeyKey.String,
-	Codec:     kvwatch.JSON[APIKey]{Fast: kvwDecodeAPIKey},
+	Codec:     kvwatchimpl.JSON[APIKey]{Fast: kvwDecodeAPIKey},
 	Clone:     kvwCloneAPIKey,
 }
 
 // kvwKVStoreSpec describes bucket kv-store to the runtime.
-var kvwKVStoreSpec = kvwatch.BucketSpec{
+var kvwKVStoreSpec = kvwatchimpl.BucketSpec{
 	Bucket: "kv-store",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "User",
 		Prefix: "user.{user_id}",
 	}},

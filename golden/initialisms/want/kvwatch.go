@@ -4,17 +4,17 @@ package initialisms
 
 import (
 	"encoding/json"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"slices"
 )
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // APIKey is a value type of the schema.
@@ -33,8 +33,8 @@ func kvwCloneAPIKey(v APIKey) APIKey {
 	return v
 }
 
-// kvwDecodeAPIKey decodes one APIKey on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeAPIKey(r *kvwatch.JSONReader, v *APIKey) {
+// kvwDecodeAPIKey decodes one APIKey on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeAPIKey(r *kvwatchimpl.JSONReader, v *APIKey) {
 	if r.Null() {
 		return
 	}
@@ -52,10 +52,10 @@ func kvwDecodeAPIKey(r *kvwatch.JSONReader, v *APIKey) {
 			r.ReadString(&v.VPCID)
 		case "json_body":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONValue(r, &v.JSONBody)
+			kvwatchimpl.JSONValue(r, &v.JSONBody)
 		case "ttl_seconds":
 			r.Once(&seen[0], 4)
-			kvwatch.JSONInt(r, &v.TTLSeconds)
+			kvwatchimpl.JSONInt(r, &v.TTLSeconds)
 		case "uuid":
 			r.Once(&seen[0], 5)
 			r.ReadString(&v.UUID)

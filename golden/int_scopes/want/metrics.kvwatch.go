@@ -5,6 +5,7 @@ package intscopes
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"strconv"
 	"time"
@@ -36,14 +37,14 @@ func ParseSampleKey(key string) (SampleKey, error) {
 	}
 	var k SampleKey
 	var err error
-	if k.Tenant, err = kvwatch.ParseUintParam(p[0]); err != nil {
+	if k.Tenant, err = kvwatchimpl.ParseUintParam(p[0]); err != nil {
 		return SampleKey{}, &kvwatch.ParamError{
 			Key:   key,
 			Param: "tenant",
 			Err:   err,
 		}
 	}
-	if k.Day, err = kvwatch.ParseIntParam(p[1]); err != nil {
+	if k.Day, err = kvwatchimpl.ParseIntParam(p[1]); err != nil {
 		return SampleKey{}, &kvwatch.ParamError{
 			Key:   key,
 			Param: "day",
@@ -62,19 +63,19 @@ var kvwMetricsSampleTemplate = kvwatch.MustTemplate("tenant.{tenant:uint}.day.{d
 type SampleEvent = kvwatch.Event[SampleKey, float64]
 
 // kvwMetricsSampleKind describes Sample entries to the runtime.
-var kvwMetricsSampleKind = kvwatch.Kind[SampleKey, float64]{
+var kvwMetricsSampleKind = kvwatchimpl.Kind[SampleKey, float64]{
 	Name:      "Sample",
 	Bucket:    "metrics",
 	Template:  "tenant.{tenant:uint}.day.{day:int}.host.{host}.sample",
 	ParseKey:  ParseSampleKey,
 	FormatKey: SampleKey.String,
-	Codec:     kvwatch.JSON[float64]{Fast: (*kvwatch.JSONReader).ReadFloat64},
+	Codec:     kvwatchimpl.JSON[float64]{Fast: (*kvwatchimpl.JSONReader).ReadFloat64},
 }
 
 // kvwMetricsSpec describes bucket metrics to the runtime.
-var kvwMetricsSpec = kvwatch.BucketSpec{
+var kvwMetricsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "metrics",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Tenant",
 		Prefix: "tenant.{tenant}",
 	}, {

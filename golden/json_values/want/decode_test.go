@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // decoder decodes with one kind's codec: fast path alone, the codec's
@@ -26,8 +26,8 @@ type decoder struct {
 	std    func([]byte) (any, error)
 }
 
-func decoderOf[V any](name string, c kvwatch.Codec[V]) decoder {
-	jc := c.(kvwatch.JSON[V])
+func decoderOf[V any](name string, c kvwatchimpl.Codec[V]) decoder {
+	jc := c.(kvwatchimpl.JSON[V])
 	return decoder{
 		name: name,
 		fast: func(b []byte) (any, bool) { return jc.DecodeFast(b) },
@@ -50,7 +50,7 @@ func decoders() []decoder {
 		decoderOf("Wide", kvwValuesWideKind.Codec),
 		decoderOf("List", kvwValuesListKind.Codec),
 		decoderOf("Count", kvwValuesCountKind.Codec),
-		decoderOf("Inner", kvwatch.Codec[Inner](kvwatch.JSON[Inner]{Fast: kvwDecodeInner})),
+		decoderOf("Inner", kvwatchimpl.Codec[Inner](kvwatchimpl.JSON[Inner]{Fast: kvwDecodeInner})),
 	}
 }
 

@@ -4,19 +4,19 @@ package jsonvalues
 
 import (
 	"encoding/json"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"net/netip"
 	"slices"
 	"time"
 )
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Everything has a field of every builtin type and shape.
@@ -50,22 +50,22 @@ type Everything struct {
 func kvwCloneEverything(v Everything) Everything {
 	v.Raw = slices.Clone(v.Raw)
 	v.J = slices.Clone(v.J)
-	v.Addr = kvwatch.CloneJSON(v.Addr)
-	v.Strs = kvwatch.CloneSlice(v.Strs, nil)
-	v.Grid = kvwatch.CloneSlice(v.Grid, func(v []int) []int {
-		return kvwatch.CloneSlice(v, nil)
+	v.Addr = kvwatchimpl.CloneJSON(v.Addr)
+	v.Strs = kvwatchimpl.CloneSlice(v.Strs, nil)
+	v.Grid = kvwatchimpl.CloneSlice(v.Grid, func(v []int) []int {
+		return kvwatchimpl.CloneSlice(v, nil)
 	})
-	v.ByName = kvwatch.CloneMap(v.ByName, kvwCloneInner)
-	v.Inners = kvwatch.CloneSlice(v.Inners, kvwCloneInner)
+	v.ByName = kvwatchimpl.CloneMap(v.ByName, kvwCloneInner)
+	v.Inners = kvwatchimpl.CloneSlice(v.Inners, kvwCloneInner)
 	v.Inner = kvwCloneInner(v.Inner)
-	v.Weights = kvwatch.CloneMap(v.Weights, func(v []float32) []float32 {
-		return kvwatch.CloneSlice(v, nil)
+	v.Weights = kvwatchimpl.CloneMap(v.Weights, func(v []float32) []float32 {
+		return kvwatchimpl.CloneSlice(v, nil)
 	})
 	return v
 }
 
-// kvwDecodeEverything decodes one Everything on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeEverything(r *kvwatch.JSONReader, v *Everything) {
+// kvwDecodeEverything decodes one Everything on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeEverything(r *kvwatchimpl.JSONReader, v *Everything) {
 	if r.Null() {
 		return
 	}
@@ -80,22 +80,22 @@ func kvwDecodeEverything(r *kvwatch.JSONReader, v *Everything) {
 			r.ReadBool(&v.B)
 		case "i":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONInt(r, &v.I)
+			kvwatchimpl.JSONInt(r, &v.I)
 		case "i32":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONInt(r, &v.I32)
+			kvwatchimpl.JSONInt(r, &v.I32)
 		case "i64":
 			r.Once(&seen[0], 4)
-			kvwatch.JSONInt(r, &v.I64)
+			kvwatchimpl.JSONInt(r, &v.I64)
 		case "u":
 			r.Once(&seen[0], 5)
-			kvwatch.JSONUint(r, &v.U)
+			kvwatchimpl.JSONUint(r, &v.U)
 		case "u32":
 			r.Once(&seen[0], 6)
-			kvwatch.JSONUint(r, &v.U32)
+			kvwatchimpl.JSONUint(r, &v.U32)
 		case "u64":
 			r.Once(&seen[0], 7)
-			kvwatch.JSONUint(r, &v.U64)
+			kvwatchimpl.JSONUint(r, &v.U64)
 		case "f32":
 			r.Once(&seen[0], 8)
 			r.ReadFloat32(&v.F32)
@@ -104,40 +104,40 @@ func kvwDecodeEverything(r *kvwatch.JSONReader, v *Everything) {
 			r.ReadFloat64(&v.F64)
 		case "raw":
 			r.Once(&seen[0], 10)
-			kvwatch.JSONValue(r, &v.Raw)
+			kvwatchimpl.JSONValue(r, &v.Raw)
 		case "at":
 			r.Once(&seen[0], 11)
-			kvwatch.JSONValue(r, &v.At)
+			kvwatchimpl.JSONValue(r, &v.At)
 		case "d":
 			r.Once(&seen[0], 12)
-			kvwatch.JSONInt(r, &v.D)
+			kvwatchimpl.JSONInt(r, &v.D)
 		case "j":
 			r.Once(&seen[0], 13)
-			kvwatch.JSONValue(r, &v.J)
+			kvwatchimpl.JSONValue(r, &v.J)
 		case "addr":
 			r.Once(&seen[0], 14)
-			kvwatch.JSONValue(r, &v.Addr)
+			kvwatchimpl.JSONValue(r, &v.Addr)
 		case "strs":
 			r.Once(&seen[0], 15)
-			kvwatch.JSONSlice(r, &v.Strs, (*kvwatch.JSONReader).ReadString)
+			kvwatchimpl.JSONSlice(r, &v.Strs, (*kvwatchimpl.JSONReader).ReadString)
 		case "grid":
 			r.Once(&seen[0], 16)
-			kvwatch.JSONSlice(r, &v.Grid, func(r *kvwatch.JSONReader, p *[]int) {
-				kvwatch.JSONSlice(r, p, kvwatch.JSONInt[int])
+			kvwatchimpl.JSONSlice(r, &v.Grid, func(r *kvwatchimpl.JSONReader, p *[]int) {
+				kvwatchimpl.JSONSlice(r, p, kvwatchimpl.JSONInt[int])
 			})
 		case "by_name":
 			r.Once(&seen[0], 17)
-			kvwatch.JSONMap(r, &v.ByName, kvwDecodeInner)
+			kvwatchimpl.JSONMap(r, &v.ByName, kvwDecodeInner)
 		case "inners":
 			r.Once(&seen[0], 18)
-			kvwatch.JSONSlice(r, &v.Inners, kvwDecodeInner)
+			kvwatchimpl.JSONSlice(r, &v.Inners, kvwDecodeInner)
 		case "inner":
 			r.Once(&seen[0], 19)
 			kvwDecodeInner(r, &v.Inner)
 		case "weights":
 			r.Once(&seen[0], 20)
-			kvwatch.JSONMap(r, &v.Weights, func(r *kvwatch.JSONReader, p *[]float32) {
-				kvwatch.JSONSlice(r, p, (*kvwatch.JSONReader).ReadFloat32)
+			kvwatchimpl.JSONMap(r, &v.Weights, func(r *kvwatchimpl.JSONReader, p *[]float32) {
+				kvwatchimpl.JSONSlice(r, p, (*kvwatchimpl.JSONReader).ReadFloat32)
 			})
 		case "x-y":
 			r.Once(&seen[0], 21)
@@ -159,12 +159,12 @@ type Inner struct {
 
 // kvwCloneInner returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneInner(v Inner) Inner {
-	v.Tree = kvwatch.CloneSlice(v.Tree, kvwCloneInner)
+	v.Tree = kvwatchimpl.CloneSlice(v.Tree, kvwCloneInner)
 	return v
 }
 
-// kvwDecodeInner decodes one Inner on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeInner(r *kvwatch.JSONReader, v *Inner) {
+// kvwDecodeInner decodes one Inner on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeInner(r *kvwatchimpl.JSONReader, v *Inner) {
 	if r.Null() {
 		return
 	}
@@ -176,7 +176,7 @@ func kvwDecodeInner(r *kvwatch.JSONReader, v *Inner) {
 			r.ReadString(&v.Name)
 		case "tree":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONSlice(r, &v.Tree, kvwDecodeInner)
+			kvwatchimpl.JSONSlice(r, &v.Tree, kvwDecodeInner)
 		default:
 			r.SkipUnknown("name", "tree")
 		}
@@ -190,8 +190,8 @@ type Names struct {
 	Plain string `json:"plain"`
 }
 
-// kvwDecodeNames decodes one Names on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeNames(r *kvwatch.JSONReader, v *Names) {
+// kvwDecodeNames decodes one Names on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeNames(r *kvwatchimpl.JSONReader, v *Names) {
 	if r.Null() {
 		return
 	}
@@ -281,8 +281,8 @@ type Wide struct {
 	F69 int `json:"f69"`
 }
 
-// kvwDecodeWide decodes one Wide on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeWide(r *kvwatch.JSONReader, v *Wide) {
+// kvwDecodeWide decodes one Wide on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeWide(r *kvwatchimpl.JSONReader, v *Wide) {
 	if r.Null() {
 		return
 	}
@@ -291,214 +291,214 @@ func kvwDecodeWide(r *kvwatch.JSONReader, v *Wide) {
 		switch string(r.Key()) {
 		case "f0":
 			r.Once(&seen[0], 0)
-			kvwatch.JSONInt(r, &v.F0)
+			kvwatchimpl.JSONInt(r, &v.F0)
 		case "f1":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONInt(r, &v.F1)
+			kvwatchimpl.JSONInt(r, &v.F1)
 		case "f2":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONInt(r, &v.F2)
+			kvwatchimpl.JSONInt(r, &v.F2)
 		case "f3":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONInt(r, &v.F3)
+			kvwatchimpl.JSONInt(r, &v.F3)
 		case "f4":
 			r.Once(&seen[0], 4)
-			kvwatch.JSONInt(r, &v.F4)
+			kvwatchimpl.JSONInt(r, &v.F4)
 		case "f5":
 			r.Once(&seen[0], 5)
-			kvwatch.JSONInt(r, &v.F5)
+			kvwatchimpl.JSONInt(r, &v.F5)
 		case "f6":
 			r.Once(&seen[0], 6)
-			kvwatch.JSONInt(r, &v.F6)
+			kvwatchimpl.JSONInt(r, &v.F6)
 		case "f7":
 			r.Once(&seen[0], 7)
-			kvwatch.JSONInt(r, &v.F7)
+			kvwatchimpl.JSONInt(r, &v.F7)
 		case "f8":
 			r.Once(&seen[0], 8)
-			kvwatch.JSONInt(r, &v.F8)
+			kvwatchimpl.JSONInt(r, &v.F8)
 		case "f9":
 			r.Once(&seen[0], 9)
-			kvwatch.JSONInt(r, &v.F9)
+			kvwatchimpl.JSONInt(r, &v.F9)
 		case "f10":
 			r.Once(&seen[0], 10)
-			kvwatch.JSONInt(r, &v.F10)
+			kvwatchimpl.JSONInt(r, &v.F10)
 		case "f11":
 			r.Once(&seen[0], 11)
-			kvwatch.JSONInt(r, &v.F11)
+			kvwatchimpl.JSONInt(r, &v.F11)
 		case "f12":
 			r.Once(&seen[0], 12)
-			kvwatch.JSONInt(r, &v.F12)
+			kvwatchimpl.JSONInt(r, &v.F12)
 		case "f13":
 			r.Once(&seen[0], 13)
-			kvwatch.JSONInt(r, &v.F13)
+			kvwatchimpl.JSONInt(r, &v.F13)
 		case "f14":
 			r.Once(&seen[0], 14)
-			kvwatch.JSONInt(r, &v.F14)
+			kvwatchimpl.JSONInt(r, &v.F14)
 		case "f15":
 			r.Once(&seen[0], 15)
-			kvwatch.JSONInt(r, &v.F15)
+			kvwatchimpl.JSONInt(r, &v.F15)
 		case "f16":
 			r.Once(&seen[0], 16)
-			kvwatch.JSONInt(r, &v.F16)
+			kvwatchimpl.JSONInt(r, &v.F16)
 		case "f17":
 			r.Once(&seen[0], 17)
-			kvwatch.JSONInt(r, &v.F17)
+			kvwatchimpl.JSONInt(r, &v.F17)
 		case "f18":
 			r.Once(&seen[0], 18)
-			kvwatch.JSONInt(r, &v.F18)
+			kvwatchimpl.JSONInt(r, &v.F18)
 		case "f19":
 			r.Once(&seen[0], 19)
-			kvwatch.JSONInt(r, &v.F19)
+			kvwatchimpl.JSONInt(r, &v.F19)
 		case "f20":
 			r.Once(&seen[0], 20)
-			kvwatch.JSONInt(r, &v.F20)
+			kvwatchimpl.JSONInt(r, &v.F20)
 		case "f21":
 			r.Once(&seen[0], 21)
-			kvwatch.JSONInt(r, &v.F21)
+			kvwatchimpl.JSONInt(r, &v.F21)
 		case "f22":
 			r.Once(&seen[0], 22)
-			kvwatch.JSONInt(r, &v.F22)
+			kvwatchimpl.JSONInt(r, &v.F22)
 		case "f23":
 			r.Once(&seen[0], 23)
-			kvwatch.JSONInt(r, &v.F23)
+			kvwatchimpl.JSONInt(r, &v.F23)
 		case "f24":
 			r.Once(&seen[0], 24)
-			kvwatch.JSONInt(r, &v.F24)
+			kvwatchimpl.JSONInt(r, &v.F24)
 		case "f25":
 			r.Once(&seen[0], 25)
-			kvwatch.JSONInt(r, &v.F25)
+			kvwatchimpl.JSONInt(r, &v.F25)
 		case "f26":
 			r.Once(&seen[0], 26)
-			kvwatch.JSONInt(r, &v.F26)
+			kvwatchimpl.JSONInt(r, &v.F26)
 		case "f27":
 			r.Once(&seen[0], 27)
-			kvwatch.JSONInt(r, &v.F27)
+			kvwatchimpl.JSONInt(r, &v.F27)
 		case "f28":
 			r.Once(&seen[0], 28)
-			kvwatch.JSONInt(r, &v.F28)
+			kvwatchimpl.JSONInt(r, &v.F28)
 		case "f29":
 			r.Once(&seen[0], 29)
-			kvwatch.JSONInt(r, &v.F29)
+			kvwatchimpl.JSONInt(r, &v.F29)
 		case "f30":
 			r.Once(&seen[0], 30)
-			kvwatch.JSONInt(r, &v.F30)
+			kvwatchimpl.JSONInt(r, &v.F30)
 		case "f31":
 			r.Once(&seen[0], 31)
-			kvwatch.JSONInt(r, &v.F31)
+			kvwatchimpl.JSONInt(r, &v.F31)
 		case "f32":
 			r.Once(&seen[0], 32)
-			kvwatch.JSONInt(r, &v.F32)
+			kvwatchimpl.JSONInt(r, &v.F32)
 		case "f33":
 			r.Once(&seen[0], 33)
-			kvwatch.JSONInt(r, &v.F33)
+			kvwatchimpl.JSONInt(r, &v.F33)
 		case "f34":
 			r.Once(&seen[0], 34)
-			kvwatch.JSONInt(r, &v.F34)
+			kvwatchimpl.JSONInt(r, &v.F34)
 		case "f35":
 			r.Once(&seen[0], 35)
-			kvwatch.JSONInt(r, &v.F35)
+			kvwatchimpl.JSONInt(r, &v.F35)
 		case "f36":
 			r.Once(&seen[0], 36)
-			kvwatch.JSONInt(r, &v.F36)
+			kvwatchimpl.JSONInt(r, &v.F36)
 		case "f37":
 			r.Once(&seen[0], 37)
-			kvwatch.JSONInt(r, &v.F37)
+			kvwatchimpl.JSONInt(r, &v.F37)
 		case "f38":
 			r.Once(&seen[0], 38)
-			kvwatch.JSONInt(r, &v.F38)
+			kvwatchimpl.JSONInt(r, &v.F38)
 		case "f39":
 			r.Once(&seen[0], 39)
-			kvwatch.JSONInt(r, &v.F39)
+			kvwatchimpl.JSONInt(r, &v.F39)
 		case "f40":
 			r.Once(&seen[0], 40)
-			kvwatch.JSONInt(r, &v.F40)
+			kvwatchimpl.JSONInt(r, &v.F40)
 		case "f41":
 			r.Once(&seen[0], 41)
-			kvwatch.JSONInt(r, &v.F41)
+			kvwatchimpl.JSONInt(r, &v.F41)
 		case "f42":
 			r.Once(&seen[0], 42)
-			kvwatch.JSONInt(r, &v.F42)
+			kvwatchimpl.JSONInt(r, &v.F42)
 		case "f43":
 			r.Once(&seen[0], 43)
-			kvwatch.JSONInt(r, &v.F43)
+			kvwatchimpl.JSONInt(r, &v.F43)
 		case "f44":
 			r.Once(&seen[0], 44)
-			kvwatch.JSONInt(r, &v.F44)
+			kvwatchimpl.JSONInt(r, &v.F44)
 		case "f45":
 			r.Once(&seen[0], 45)
-			kvwatch.JSONInt(r, &v.F45)
+			kvwatchimpl.JSONInt(r, &v.F45)
 		case "f46":
 			r.Once(&seen[0], 46)
-			kvwatch.JSONInt(r, &v.F46)
+			kvwatchimpl.JSONInt(r, &v.F46)
 		case "f47":
 			r.Once(&seen[0], 47)
-			kvwatch.JSONInt(r, &v.F47)
+			kvwatchimpl.JSONInt(r, &v.F47)
 		case "f48":
 			r.Once(&seen[0], 48)
-			kvwatch.JSONInt(r, &v.F48)
+			kvwatchimpl.JSONInt(r, &v.F48)
 		case "f49":
 			r.Once(&seen[0], 49)
-			kvwatch.JSONInt(r, &v.F49)
+			kvwatchimpl.JSONInt(r, &v.F49)
 		case "f50":
 			r.Once(&seen[0], 50)
-			kvwatch.JSONInt(r, &v.F50)
+			kvwatchimpl.JSONInt(r, &v.F50)
 		case "f51":
 			r.Once(&seen[0], 51)
-			kvwatch.JSONInt(r, &v.F51)
+			kvwatchimpl.JSONInt(r, &v.F51)
 		case "f52":
 			r.Once(&seen[0], 52)
-			kvwatch.JSONInt(r, &v.F52)
+			kvwatchimpl.JSONInt(r, &v.F52)
 		case "f53":
 			r.Once(&seen[0], 53)
-			kvwatch.JSONInt(r, &v.F53)
+			kvwatchimpl.JSONInt(r, &v.F53)
 		case "f54":
 			r.Once(&seen[0], 54)
-			kvwatch.JSONInt(r, &v.F54)
+			kvwatchimpl.JSONInt(r, &v.F54)
 		case "f55":
 			r.Once(&seen[0], 55)
-			kvwatch.JSONInt(r, &v.F55)
+			kvwatchimpl.JSONInt(r, &v.F55)
 		case "f56":
 			r.Once(&seen[0], 56)
-			kvwatch.JSONInt(r, &v.F56)
+			kvwatchimpl.JSONInt(r, &v.F56)
 		case "f57":
 			r.Once(&seen[0], 57)
-			kvwatch.JSONInt(r, &v.F57)
+			kvwatchimpl.JSONInt(r, &v.F57)
 		case "f58":
 			r.Once(&seen[0], 58)
-			kvwatch.JSONInt(r, &v.F58)
+			kvwatchimpl.JSONInt(r, &v.F58)
 		case "f59":
 			r.Once(&seen[0], 59)
-			kvwatch.JSONInt(r, &v.F59)
+			kvwatchimpl.JSONInt(r, &v.F59)
 		case "f60":
 			r.Once(&seen[0], 60)
-			kvwatch.JSONInt(r, &v.F60)
+			kvwatchimpl.JSONInt(r, &v.F60)
 		case "f61":
 			r.Once(&seen[0], 61)
-			kvwatch.JSONInt(r, &v.F61)
+			kvwatchimpl.JSONInt(r, &v.F61)
 		case "f62":
 			r.Once(&seen[0], 62)
-			kvwatch.JSONInt(r, &v.F62)
+			kvwatchimpl.JSONInt(r, &v.F62)
 		case "f63":
 			r.Once(&seen[0], 63)
-			kvwatch.JSONInt(r, &v.F63)
+			kvwatchimpl.JSONInt(r, &v.F63)
 		case "f64":
 			r.Once(&seen[1], 0)
-			kvwatch.JSONInt(r, &v.F64)
+			kvwatchimpl.JSONInt(r, &v.F64)
 		case "f65":
 			r.Once(&seen[1], 1)
-			kvwatch.JSONInt(r, &v.F65)
+			kvwatchimpl.JSONInt(r, &v.F65)
 		case "f66":
 			r.Once(&seen[1], 2)
-			kvwatch.JSONInt(r, &v.F66)
+			kvwatchimpl.JSONInt(r, &v.F66)
 		case "f67":
 			r.Once(&seen[1], 3)
-			kvwatch.JSONInt(r, &v.F67)
+			kvwatchimpl.JSONInt(r, &v.F67)
 		case "f68":
 			r.Once(&seen[1], 4)
-			kvwatch.JSONInt(r, &v.F68)
+			kvwatchimpl.JSONInt(r, &v.F68)
 		case "f69":
 			r.Once(&seen[1], 5)
-			kvwatch.JSONInt(r, &v.F69)
+			kvwatchimpl.JSONInt(r, &v.F69)
 		default:
 			r.SkipUnknown("f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11", "f12", "f13", "f14", "f15", "f16", "f17", "f18", "f19", "f20", "f21", "f22", "f23", "f24", "f25", "f26", "f27", "f28", "f29", "f30", "f31", "f32", "f33", "f34", "f35", "f36", "f37", "f38", "f39", "f40", "f41", "f42", "f43", "f44", "f45", "f46", "f47", "f48", "f49", "f50", "f51", "f52", "f53", "f54", "f55", "f56", "f57", "f58", "f59", "f60", "f61", "f62", "f63", "f64", "f65", "f66", "f67", "f68", "f69")
 		}

@@ -5,6 +5,7 @@ package jsonvalues
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -44,13 +45,13 @@ var kvwValuesEverythingTemplate = kvwatch.MustTemplate("all.{id}")
 type EverythingEvent = kvwatch.Event[EverythingKey, Everything]
 
 // kvwValuesEverythingKind describes Everything entries to the runtime.
-var kvwValuesEverythingKind = kvwatch.Kind[EverythingKey, Everything]{
+var kvwValuesEverythingKind = kvwatchimpl.Kind[EverythingKey, Everything]{
 	Name:      "Everything",
 	Bucket:    "values",
 	Template:  "all.{id}",
 	ParseKey:  ParseEverythingKey,
 	FormatKey: EverythingKey.String,
-	Codec:     kvwatch.JSON[Everything]{Fast: kvwDecodeEverything},
+	Codec:     kvwatchimpl.JSON[Everything]{Fast: kvwDecodeEverything},
 	Clone:     kvwCloneEverything,
 }
 
@@ -87,13 +88,13 @@ var kvwValuesNamesTemplate = kvwatch.MustTemplate("names.{id}")
 type NamesEvent = kvwatch.Event[NamesKey, Names]
 
 // kvwValuesNamesKind describes Names entries to the runtime.
-var kvwValuesNamesKind = kvwatch.Kind[NamesKey, Names]{
+var kvwValuesNamesKind = kvwatchimpl.Kind[NamesKey, Names]{
 	Name:      "Names",
 	Bucket:    "values",
 	Template:  "names.{id}",
 	ParseKey:  ParseNamesKey,
 	FormatKey: NamesKey.String,
-	Codec:     kvwatch.JSON[Names]{Fast: kvwDecodeNames},
+	Codec:     kvwatchimpl.JSON[Names]{Fast: kvwDecodeNames},
 }
 
 // WideKey is the key of a Wide entry of bucket values: "wide.{id}". Its
@@ -129,13 +130,13 @@ var kvwValuesWideTemplate = kvwatch.MustTemplate("wide.{id}")
 type WideEvent = kvwatch.Event[WideKey, Wide]
 
 // kvwValuesWideKind describes Wide entries to the runtime.
-var kvwValuesWideKind = kvwatch.Kind[WideKey, Wide]{
+var kvwValuesWideKind = kvwatchimpl.Kind[WideKey, Wide]{
 	Name:      "Wide",
 	Bucket:    "values",
 	Template:  "wide.{id}",
 	ParseKey:  ParseWideKey,
 	FormatKey: WideKey.String,
-	Codec:     kvwatch.JSON[Wide]{Fast: kvwDecodeWide},
+	Codec:     kvwatchimpl.JSON[Wide]{Fast: kvwDecodeWide},
 }
 
 // ListKey is the key of a List entry of bucket values: "list.{id}". Its
@@ -171,17 +172,17 @@ var kvwValuesListTemplate = kvwatch.MustTemplate("list.{id}")
 type ListEvent = kvwatch.Event[ListKey, []int32]
 
 // kvwValuesListKind describes List entries to the runtime.
-var kvwValuesListKind = kvwatch.Kind[ListKey, []int32]{
+var kvwValuesListKind = kvwatchimpl.Kind[ListKey, []int32]{
 	Name:      "List",
 	Bucket:    "values",
 	Template:  "list.{id}",
 	ParseKey:  ParseListKey,
 	FormatKey: ListKey.String,
-	Codec: kvwatch.JSON[[]int32]{Fast: func(r *kvwatch.JSONReader, p *[]int32) {
-		kvwatch.JSONSlice(r, p, kvwatch.JSONInt[int32])
+	Codec: kvwatchimpl.JSON[[]int32]{Fast: func(r *kvwatchimpl.JSONReader, p *[]int32) {
+		kvwatchimpl.JSONSlice(r, p, kvwatchimpl.JSONInt[int32])
 	}},
 	Clone: func(v []int32) []int32 {
-		return kvwatch.CloneSlice(v, nil)
+		return kvwatchimpl.CloneSlice(v, nil)
 	},
 }
 
@@ -218,13 +219,13 @@ var kvwValuesCountTemplate = kvwatch.MustTemplate("count.{id}")
 type CountEvent = kvwatch.Event[CountKey, uint32]
 
 // kvwValuesCountKind describes Count entries to the runtime.
-var kvwValuesCountKind = kvwatch.Kind[CountKey, uint32]{
+var kvwValuesCountKind = kvwatchimpl.Kind[CountKey, uint32]{
 	Name:      "Count",
 	Bucket:    "values",
 	Template:  "count.{id}",
 	ParseKey:  ParseCountKey,
 	FormatKey: CountKey.String,
-	Codec:     kvwatch.JSON[uint32]{Fast: kvwatch.JSONUint[uint32]},
+	Codec:     kvwatchimpl.JSON[uint32]{Fast: kvwatchimpl.JSONUint[uint32]},
 }
 
 // StampKey is the key of a Stamp entry of bucket values: "stamp.{id}". Its
@@ -260,19 +261,19 @@ var kvwValuesStampTemplate = kvwatch.MustTemplate("stamp.{id}")
 type StampEvent = kvwatch.Event[StampKey, time.Time]
 
 // kvwValuesStampKind describes Stamp entries to the runtime.
-var kvwValuesStampKind = kvwatch.Kind[StampKey, time.Time]{
+var kvwValuesStampKind = kvwatchimpl.Kind[StampKey, time.Time]{
 	Name:      "Stamp",
 	Bucket:    "values",
 	Template:  "stamp.{id}",
 	ParseKey:  ParseStampKey,
 	FormatKey: StampKey.String,
-	Codec:     kvwatch.JSON[time.Time]{},
+	Codec:     kvwatchimpl.JSON[time.Time]{},
 }
 
 // kvwValuesSpec describes bucket values to the runtime.
-var kvwValuesSpec = kvwatch.BucketSpec{
+var kvwValuesSpec = kvwatchimpl.BucketSpec{
 	Bucket: "values",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // ValuesScopes selects what a ValuesWatcher watches: every entry under any of

@@ -2,15 +2,15 @@
 
 package keywords
 
-import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Chan is a value type of the schema.
@@ -24,12 +24,12 @@ type Chan struct {
 
 // kvwCloneChan returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneChan(v Chan) Chan {
-	v.Interface = kvwatch.CloneSlice(v.Interface, nil)
+	v.Interface = kvwatchimpl.CloneSlice(v.Interface, nil)
 	return v
 }
 
-// kvwDecodeChan decodes one Chan on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeChan(r *kvwatch.JSONReader, v *Chan) {
+// kvwDecodeChan decodes one Chan on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeChan(r *kvwatchimpl.JSONReader, v *Chan) {
 	if r.Null() {
 		return
 	}
@@ -44,10 +44,10 @@ func kvwDecodeChan(r *kvwatch.JSONReader, v *Chan) {
 			r.ReadBool(&v.Go)
 		case "interface":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONSlice(r, &v.Interface, (*kvwatch.JSONReader).ReadString)
+			kvwatchimpl.JSONSlice(r, &v.Interface, (*kvwatchimpl.JSONReader).ReadString)
 		case "string":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONInt(r, &v.String)
+			kvwatchimpl.JSONInt(r, &v.String)
 		case "error":
 			r.Once(&seen[0], 4)
 			r.ReadString(&v.Error)

@@ -5,6 +5,7 @@ package keywords
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -49,13 +50,13 @@ var kvwTypeFuncTemplate = kvwatch.MustTemplate("{type}.{range}.{func}.{map}")
 type FuncEvent = kvwatch.Event[FuncKey, Chan]
 
 // kvwTypeFuncKind describes Func entries to the runtime.
-var kvwTypeFuncKind = kvwatch.Kind[FuncKey, Chan]{
+var kvwTypeFuncKind = kvwatchimpl.Kind[FuncKey, Chan]{
 	Name:      "Func",
 	Bucket:    "type",
 	Template:  "{type}.{range}.{func}.{map}",
 	ParseKey:  ParseFuncKey,
 	FormatKey: FuncKey.String,
-	Codec:     kvwatch.JSON[Chan]{Fast: kvwDecodeChan},
+	Codec:     kvwatchimpl.JSON[Chan]{Fast: kvwDecodeChan},
 	Clone:     kvwCloneChan,
 }
 
@@ -94,19 +95,19 @@ var kvwTypeVarTemplate = kvwatch.MustTemplate("{type}.{len}")
 type VarEvent = kvwatch.Event[VarKey, string]
 
 // kvwTypeVarKind describes Var entries to the runtime.
-var kvwTypeVarKind = kvwatch.Kind[VarKey, string]{
+var kvwTypeVarKind = kvwatchimpl.Kind[VarKey, string]{
 	Name:      "Var",
 	Bucket:    "type",
 	Template:  "{type}.{len}",
 	ParseKey:  ParseVarKey,
 	FormatKey: VarKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwTypeSpec describes bucket type to the runtime.
-var kvwTypeSpec = kvwatch.BucketSpec{
+var kvwTypeSpec = kvwatchimpl.BucketSpec{
 	Bucket: "type",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Type",
 		Prefix: "{type}",
 	}},

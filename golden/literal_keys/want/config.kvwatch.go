@@ -5,6 +5,7 @@ package literal
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -37,13 +38,13 @@ var kvwConfigGlobalTemplate = kvwatch.MustTemplate("config.global")
 type GlobalEvent = kvwatch.Event[GlobalKey, Settings]
 
 // kvwConfigGlobalKind describes Global entries to the runtime.
-var kvwConfigGlobalKind = kvwatch.Kind[GlobalKey, Settings]{
+var kvwConfigGlobalKind = kvwatchimpl.Kind[GlobalKey, Settings]{
 	Name:      "Global",
 	Bucket:    "config",
 	Template:  "config.global",
 	ParseKey:  ParseGlobalKey,
 	FormatKey: GlobalKey.String,
-	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
+	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
 	Clone:     kvwCloneSettings,
 }
 
@@ -81,13 +82,13 @@ var kvwConfigRegionTemplate = kvwatch.MustTemplate("config.region.{region}.setti
 type RegionEvent = kvwatch.Event[RegionKey, Settings]
 
 // kvwConfigRegionKind describes Region entries to the runtime.
-var kvwConfigRegionKind = kvwatch.Kind[RegionKey, Settings]{
+var kvwConfigRegionKind = kvwatchimpl.Kind[RegionKey, Settings]{
 	Name:      "Region",
 	Bucket:    "config",
 	Template:  "config.region.{region}.settings",
 	ParseKey:  ParseRegionKey,
 	FormatKey: RegionKey.String,
-	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
+	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
 	Clone:     kvwCloneSettings,
 }
 
@@ -128,20 +129,20 @@ var kvwConfigZoneTemplate = kvwatch.MustTemplate("config.region.{region}.zone.{z
 type ZoneEvent = kvwatch.Event[ZoneKey, Settings]
 
 // kvwConfigZoneKind describes Zone entries to the runtime.
-var kvwConfigZoneKind = kvwatch.Kind[ZoneKey, Settings]{
+var kvwConfigZoneKind = kvwatchimpl.Kind[ZoneKey, Settings]{
 	Name:      "Zone",
 	Bucket:    "config",
 	Template:  "config.region.{region}.zone.{zone}.settings",
 	ParseKey:  ParseZoneKey,
 	FormatKey: ZoneKey.String,
-	Codec:     kvwatch.JSON[Settings]{Fast: kvwDecodeSettings},
+	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
 	Clone:     kvwCloneSettings,
 }
 
 // kvwConfigSpec describes bucket config to the runtime.
-var kvwConfigSpec = kvwatch.BucketSpec{
+var kvwConfigSpec = kvwatchimpl.BucketSpec{
 	Bucket: "config",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Config",
 		Prefix: "config",
 	}, {

@@ -2,15 +2,15 @@
 
 package literal
 
-import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Settings is a value type of the schema.
@@ -20,12 +20,12 @@ type Settings struct {
 
 // kvwCloneSettings returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneSettings(v Settings) Settings {
-	v.Values = kvwatch.CloneMap(v.Values, nil)
+	v.Values = kvwatchimpl.CloneMap(v.Values, nil)
 	return v
 }
 
-// kvwDecodeSettings decodes one Settings on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeSettings(r *kvwatch.JSONReader, v *Settings) {
+// kvwDecodeSettings decodes one Settings on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeSettings(r *kvwatchimpl.JSONReader, v *Settings) {
 	if r.Null() {
 		return
 	}
@@ -34,7 +34,7 @@ func kvwDecodeSettings(r *kvwatch.JSONReader, v *Settings) {
 		switch string(r.Key()) {
 		case "values":
 			r.Once(&seen[0], 0)
-			kvwatch.JSONMap(r, &v.Values, (*kvwatch.JSONReader).ReadString)
+			kvwatchimpl.JSONMap(r, &v.Values, (*kvwatchimpl.JSONReader).ReadString)
 		default:
 			r.SkipUnknown("values")
 		}

@@ -4,18 +4,18 @@ package multi
 
 import (
 	"encoding/json"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"slices"
 	"time"
 )
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Address is a value type of the schema.
@@ -24,8 +24,8 @@ type Address struct {
 	Port int    `json:"port"`
 }
 
-// kvwDecodeAddress decodes one Address on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeAddress(r *kvwatch.JSONReader, v *Address) {
+// kvwDecodeAddress decodes one Address on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeAddress(r *kvwatchimpl.JSONReader, v *Address) {
 	if r.Null() {
 		return
 	}
@@ -37,7 +37,7 @@ func kvwDecodeAddress(r *kvwatch.JSONReader, v *Address) {
 			r.ReadString(&v.IP)
 		case "port":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONInt(r, &v.Port)
+			kvwatchimpl.JSONInt(r, &v.Port)
 		default:
 			r.SkipUnknown("ip", "port")
 		}
@@ -68,15 +68,15 @@ type Node struct {
 func kvwCloneNode(v Node) Node {
 	v.Token = slices.Clone(v.Token)
 	v.Extra = slices.Clone(v.Extra)
-	v.Addresses = kvwatch.CloneSlice(v.Addresses, nil)
-	v.ByZone = kvwatch.CloneMap(v.ByZone, func(v []Address) []Address {
-		return kvwatch.CloneSlice(v, nil)
+	v.Addresses = kvwatchimpl.CloneSlice(v.Addresses, nil)
+	v.ByZone = kvwatchimpl.CloneMap(v.ByZone, func(v []Address) []Address {
+		return kvwatchimpl.CloneSlice(v, nil)
 	})
 	return v
 }
 
-// kvwDecodeNode decodes one Node on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeNode(r *kvwatch.JSONReader, v *Node) {
+// kvwDecodeNode decodes one Node on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeNode(r *kvwatchimpl.JSONReader, v *Node) {
 	if r.Null() {
 		return
 	}
@@ -91,22 +91,22 @@ func kvwDecodeNode(r *kvwatch.JSONReader, v *Node) {
 			r.ReadBool(&v.Up)
 		case "cores":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONInt(r, &v.Cores)
+			kvwatchimpl.JSONInt(r, &v.Cores)
 		case "cores32":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONInt(r, &v.Cores32)
+			kvwatchimpl.JSONInt(r, &v.Cores32)
 		case "memory":
 			r.Once(&seen[0], 4)
-			kvwatch.JSONInt(r, &v.Memory)
+			kvwatchimpl.JSONInt(r, &v.Memory)
 		case "slots":
 			r.Once(&seen[0], 5)
-			kvwatch.JSONUint(r, &v.Slots)
+			kvwatchimpl.JSONUint(r, &v.Slots)
 		case "slots32":
 			r.Once(&seen[0], 6)
-			kvwatch.JSONUint(r, &v.Slots32)
+			kvwatchimpl.JSONUint(r, &v.Slots32)
 		case "disk":
 			r.Once(&seen[0], 7)
-			kvwatch.JSONUint(r, &v.Disk)
+			kvwatchimpl.JSONUint(r, &v.Disk)
 		case "load":
 			r.Once(&seen[0], 8)
 			r.ReadFloat64(&v.Load)
@@ -115,23 +115,23 @@ func kvwDecodeNode(r *kvwatch.JSONReader, v *Node) {
 			r.ReadFloat32(&v.Load32)
 		case "token":
 			r.Once(&seen[0], 10)
-			kvwatch.JSONValue(r, &v.Token)
+			kvwatchimpl.JSONValue(r, &v.Token)
 		case "boot":
 			r.Once(&seen[0], 11)
-			kvwatch.JSONValue(r, &v.Boot)
+			kvwatchimpl.JSONValue(r, &v.Boot)
 		case "uptime":
 			r.Once(&seen[0], 12)
-			kvwatch.JSONInt(r, &v.Uptime)
+			kvwatchimpl.JSONInt(r, &v.Uptime)
 		case "extra":
 			r.Once(&seen[0], 13)
-			kvwatch.JSONValue(r, &v.Extra)
+			kvwatchimpl.JSONValue(r, &v.Extra)
 		case "addresses":
 			r.Once(&seen[0], 14)
-			kvwatch.JSONSlice(r, &v.Addresses, kvwDecodeAddress)
+			kvwatchimpl.JSONSlice(r, &v.Addresses, kvwDecodeAddress)
 		case "by_zone":
 			r.Once(&seen[0], 15)
-			kvwatch.JSONMap(r, &v.ByZone, func(r *kvwatch.JSONReader, p *[]Address) {
-				kvwatch.JSONSlice(r, p, kvwDecodeAddress)
+			kvwatchimpl.JSONMap(r, &v.ByZone, func(r *kvwatchimpl.JSONReader, p *[]Address) {
+				kvwatchimpl.JSONSlice(r, p, kvwDecodeAddress)
 			})
 		default:
 			r.SkipUnknown("hostname", "up", "cores", "cores32", "memory", "slots", "slots32", "disk", "load", "load32", "token", "boot", "uptime", "extra", "addresses", "by_zone")
@@ -148,12 +148,12 @@ type Service struct {
 
 // kvwCloneService returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneService(v Service) Service {
-	v.Tags = kvwatch.CloneSlice(v.Tags, nil)
+	v.Tags = kvwatchimpl.CloneSlice(v.Tags, nil)
 	return v
 }
 
-// kvwDecodeService decodes one Service on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeService(r *kvwatch.JSONReader, v *Service) {
+// kvwDecodeService decodes one Service on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeService(r *kvwatchimpl.JSONReader, v *Service) {
 	if r.Null() {
 		return
 	}
@@ -168,7 +168,7 @@ func kvwDecodeService(r *kvwatch.JSONReader, v *Service) {
 			kvwDecodeAddress(r, &v.Primary)
 		case "tags":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONSlice(r, &v.Tags, (*kvwatch.JSONReader).ReadString)
+			kvwatchimpl.JSONSlice(r, &v.Tags, (*kvwatchimpl.JSONReader).ReadString)
 		default:
 			r.SkipUnknown("owner", "primary", "tags")
 		}

@@ -5,6 +5,7 @@ package multi
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,13 +43,13 @@ var kvwNodeStateNodeTemplate = kvwatch.MustTemplate("node.{node_id}")
 type NodeEvent = kvwatch.Event[NodeKey, Node]
 
 // kvwNodeStateNodeKind describes Node entries to the runtime.
-var kvwNodeStateNodeKind = kvwatch.Kind[NodeKey, Node]{
+var kvwNodeStateNodeKind = kvwatchimpl.Kind[NodeKey, Node]{
 	Name:      "Node",
 	Bucket:    "node-state",
 	Template:  "node.{node_id}",
 	ParseKey:  ParseNodeKey,
 	FormatKey: NodeKey.String,
-	Codec:     kvwatch.JSON[Node]{Fast: kvwDecodeNode},
+	Codec:     kvwatchimpl.JSON[Node]{Fast: kvwDecodeNode},
 	Clone:     kvwCloneNode,
 }
 
@@ -87,24 +88,24 @@ var kvwNodeStateNodeLabelsTemplate = kvwatch.MustTemplate("node.{node_id}.labels
 type NodeLabelsEvent = kvwatch.Event[NodeLabelsKey, map[string]string]
 
 // kvwNodeStateNodeLabelsKind describes NodeLabels entries to the runtime.
-var kvwNodeStateNodeLabelsKind = kvwatch.Kind[NodeLabelsKey, map[string]string]{
+var kvwNodeStateNodeLabelsKind = kvwatchimpl.Kind[NodeLabelsKey, map[string]string]{
 	Name:      "NodeLabels",
 	Bucket:    "node-state",
 	Template:  "node.{node_id}.labels",
 	ParseKey:  ParseNodeLabelsKey,
 	FormatKey: NodeLabelsKey.String,
-	Codec: kvwatch.JSON[map[string]string]{Fast: func(r *kvwatch.JSONReader, p *map[string]string) {
-		kvwatch.JSONMap(r, p, (*kvwatch.JSONReader).ReadString)
+	Codec: kvwatchimpl.JSON[map[string]string]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string]string) {
+		kvwatchimpl.JSONMap(r, p, (*kvwatchimpl.JSONReader).ReadString)
 	}},
 	Clone: func(v map[string]string) map[string]string {
-		return kvwatch.CloneMap(v, nil)
+		return kvwatchimpl.CloneMap(v, nil)
 	},
 }
 
 // kvwNodeStateSpec describes bucket node-state to the runtime.
-var kvwNodeStateSpec = kvwatch.BucketSpec{
+var kvwNodeStateSpec = kvwatchimpl.BucketSpec{
 	Bucket: "node-state",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Node",
 		Prefix: "node.{node_id}",
 	}},

@@ -5,6 +5,7 @@ package multi
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,13 +43,13 @@ var kvwServicesServiceTemplate = kvwatch.MustTemplate("svc.{name}")
 type ServiceEvent = kvwatch.Event[ServiceKey, Service]
 
 // kvwServicesServiceKind describes Service entries to the runtime.
-var kvwServicesServiceKind = kvwatch.Kind[ServiceKey, Service]{
+var kvwServicesServiceKind = kvwatchimpl.Kind[ServiceKey, Service]{
 	Name:      "Service",
 	Bucket:    "services",
 	Template:  "svc.{name}",
 	ParseKey:  ParseServiceKey,
 	FormatKey: ServiceKey.String,
-	Codec:     kvwatch.JSON[Service]{Fast: kvwDecodeService},
+	Codec:     kvwatchimpl.JSON[Service]{Fast: kvwDecodeService},
 	Clone:     kvwCloneService,
 }
 
@@ -89,24 +90,24 @@ var kvwServicesEndpointTemplate = kvwatch.MustTemplate("svc.{name}.ep.{endpoint}
 type EndpointEvent = kvwatch.Event[EndpointKey, []Address]
 
 // kvwServicesEndpointKind describes Endpoint entries to the runtime.
-var kvwServicesEndpointKind = kvwatch.Kind[EndpointKey, []Address]{
+var kvwServicesEndpointKind = kvwatchimpl.Kind[EndpointKey, []Address]{
 	Name:      "Endpoint",
 	Bucket:    "services",
 	Template:  "svc.{name}.ep.{endpoint}",
 	ParseKey:  ParseEndpointKey,
 	FormatKey: EndpointKey.String,
-	Codec: kvwatch.JSON[[]Address]{Fast: func(r *kvwatch.JSONReader, p *[]Address) {
-		kvwatch.JSONSlice(r, p, kvwDecodeAddress)
+	Codec: kvwatchimpl.JSON[[]Address]{Fast: func(r *kvwatchimpl.JSONReader, p *[]Address) {
+		kvwatchimpl.JSONSlice(r, p, kvwDecodeAddress)
 	}},
 	Clone: func(v []Address) []Address {
-		return kvwatch.CloneSlice(v, nil)
+		return kvwatchimpl.CloneSlice(v, nil)
 	},
 }
 
 // kvwServicesSpec describes bucket services to the runtime.
-var kvwServicesSpec = kvwatch.BucketSpec{
+var kvwServicesSpec = kvwatchimpl.BucketSpec{
 	Bucket: "services",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Service",
 		Prefix: "svc.{name}",
 	}},

@@ -5,6 +5,7 @@ package nestedscopes
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,13 +43,13 @@ var kvwNetworkVPCTemplate = kvwatch.MustTemplate("vpc.{vpc}")
 type VPCEvent = kvwatch.Event[VPCKey, string]
 
 // kvwNetworkVPCKind describes VPC entries to the runtime.
-var kvwNetworkVPCKind = kvwatch.Kind[VPCKey, string]{
+var kvwNetworkVPCKind = kvwatchimpl.Kind[VPCKey, string]{
 	Name:      "VPC",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}",
 	ParseKey:  ParseVPCKey,
 	FormatKey: VPCKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // RouteKey is the key of a Route entry of bucket network:
@@ -87,13 +88,13 @@ var kvwNetworkRouteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
 type RouteEvent = kvwatch.Event[RouteKey, string]
 
 // kvwNetworkRouteKind describes Route entries to the runtime.
-var kvwNetworkRouteKind = kvwatch.Kind[RouteKey, string]{
+var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, string]{
 	Name:      "Route",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}",
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // RouteNoteKey is the key of a RouteNote entry of bucket network:
@@ -133,13 +134,13 @@ var kvwNetworkRouteNoteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_i
 type RouteNoteEvent = kvwatch.Event[RouteNoteKey, string]
 
 // kvwNetworkRouteNoteKind describes RouteNote entries to the runtime.
-var kvwNetworkRouteNoteKind = kvwatch.Kind[RouteNoteKey, string]{
+var kvwNetworkRouteNoteKind = kvwatchimpl.Kind[RouteNoteKey, string]{
 	Name:      "RouteNote",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}.route.{route_id}.note",
 	ParseKey:  ParseRouteNoteKey,
 	FormatKey: RouteNoteKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // PeeringKey is the key of a Peering entry of bucket network:
@@ -178,19 +179,19 @@ var kvwNetworkPeeringTemplate = kvwatch.MustTemplate("vpc.{vpc}.peer.{peer}")
 type PeeringEvent = kvwatch.Event[PeeringKey, string]
 
 // kvwNetworkPeeringKind describes Peering entries to the runtime.
-var kvwNetworkPeeringKind = kvwatch.Kind[PeeringKey, string]{
+var kvwNetworkPeeringKind = kvwatchimpl.Kind[PeeringKey, string]{
 	Name:      "Peering",
 	Bucket:    "network",
 	Template:  "vpc.{vpc}.peer.{peer}",
 	ParseKey:  ParsePeeringKey,
 	FormatKey: PeeringKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.
-var kvwNetworkSpec = kvwatch.BucketSpec{
+var kvwNetworkSpec = kvwatchimpl.BucketSpec{
 	Bucket: "network",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "VPC",
 		Prefix: "vpc.{vpc}",
 	}, {

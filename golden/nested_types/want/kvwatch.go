@@ -2,15 +2,15 @@
 
 package nested
 
-import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Leaf is a value type of the schema.
@@ -21,14 +21,14 @@ type Leaf struct {
 
 // kvwCloneLeaf returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneLeaf(v Leaf) Leaf {
-	v.Weights = kvwatch.CloneMap(v.Weights, func(v []int) []int {
-		return kvwatch.CloneSlice(v, nil)
+	v.Weights = kvwatchimpl.CloneMap(v.Weights, func(v []int) []int {
+		return kvwatchimpl.CloneSlice(v, nil)
 	})
 	return v
 }
 
-// kvwDecodeLeaf decodes one Leaf on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeLeaf(r *kvwatch.JSONReader, v *Leaf) {
+// kvwDecodeLeaf decodes one Leaf on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeLeaf(r *kvwatchimpl.JSONReader, v *Leaf) {
 	if r.Null() {
 		return
 	}
@@ -40,8 +40,8 @@ func kvwDecodeLeaf(r *kvwatch.JSONReader, v *Leaf) {
 			r.ReadString(&v.Color)
 		case "weights":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONMap(r, &v.Weights, func(r *kvwatch.JSONReader, p *[]int) {
-				kvwatch.JSONSlice(r, p, kvwatch.JSONInt[int])
+			kvwatchimpl.JSONMap(r, &v.Weights, func(r *kvwatchimpl.JSONReader, p *[]int) {
+				kvwatchimpl.JSONSlice(r, p, kvwatchimpl.JSONInt[int])
 			})
 		default:
 			r.SkipUnknown("color", "weights")
@@ -60,17 +60,17 @@ type Tree struct {
 
 // kvwCloneTree returns a deep copy of v: one that shares no slice, map or pointer with it.
 func kvwCloneTree(v Tree) Tree {
-	v.Children = kvwatch.CloneSlice(v.Children, kvwCloneTree)
-	v.ByName = kvwatch.CloneMap(v.ByName, kvwCloneTree)
-	v.Matrix = kvwatch.CloneSlice(v.Matrix, func(v []float64) []float64 {
-		return kvwatch.CloneSlice(v, nil)
+	v.Children = kvwatchimpl.CloneSlice(v.Children, kvwCloneTree)
+	v.ByName = kvwatchimpl.CloneMap(v.ByName, kvwCloneTree)
+	v.Matrix = kvwatchimpl.CloneSlice(v.Matrix, func(v []float64) []float64 {
+		return kvwatchimpl.CloneSlice(v, nil)
 	})
 	v.Leaf = kvwCloneLeaf(v.Leaf)
 	return v
 }
 
-// kvwDecodeTree decodes one Tree on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeTree(r *kvwatch.JSONReader, v *Tree) {
+// kvwDecodeTree decodes one Tree on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeTree(r *kvwatchimpl.JSONReader, v *Tree) {
 	if r.Null() {
 		return
 	}
@@ -82,14 +82,14 @@ func kvwDecodeTree(r *kvwatch.JSONReader, v *Tree) {
 			r.ReadString(&v.Name)
 		case "children":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONSlice(r, &v.Children, kvwDecodeTree)
+			kvwatchimpl.JSONSlice(r, &v.Children, kvwDecodeTree)
 		case "by_name":
 			r.Once(&seen[0], 2)
-			kvwatch.JSONMap(r, &v.ByName, kvwDecodeTree)
+			kvwatchimpl.JSONMap(r, &v.ByName, kvwDecodeTree)
 		case "matrix":
 			r.Once(&seen[0], 3)
-			kvwatch.JSONSlice(r, &v.Matrix, func(r *kvwatch.JSONReader, p *[]float64) {
-				kvwatch.JSONSlice(r, p, (*kvwatch.JSONReader).ReadFloat64)
+			kvwatchimpl.JSONSlice(r, &v.Matrix, func(r *kvwatchimpl.JSONReader, p *[]float64) {
+				kvwatchimpl.JSONSlice(r, p, (*kvwatchimpl.JSONReader).ReadFloat64)
 			})
 		case "leaf":
 			r.Once(&seen[0], 4)

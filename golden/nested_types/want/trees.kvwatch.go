@@ -5,6 +5,7 @@ package nested
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,13 +43,13 @@ var kvwTreesTreeTemplate = kvwatch.MustTemplate("tree.{id}")
 type TreeEvent = kvwatch.Event[TreeKey, Tree]
 
 // kvwTreesTreeKind describes Tree entries to the runtime.
-var kvwTreesTreeKind = kvwatch.Kind[TreeKey, Tree]{
+var kvwTreesTreeKind = kvwatchimpl.Kind[TreeKey, Tree]{
 	Name:      "Tree",
 	Bucket:    "trees",
 	Template:  "tree.{id}",
 	ParseKey:  ParseTreeKey,
 	FormatKey: TreeKey.String,
-	Codec:     kvwatch.JSON[Tree]{Fast: kvwDecodeTree},
+	Codec:     kvwatchimpl.JSON[Tree]{Fast: kvwDecodeTree},
 	Clone:     kvwCloneTree,
 }
 
@@ -85,32 +86,32 @@ var kvwTreesForestTemplate = kvwatch.MustTemplate("forest.{id}")
 type ForestEvent = kvwatch.Event[ForestKey, map[string][]map[string]Tree]
 
 // kvwTreesForestKind describes Forest entries to the runtime.
-var kvwTreesForestKind = kvwatch.Kind[ForestKey, map[string][]map[string]Tree]{
+var kvwTreesForestKind = kvwatchimpl.Kind[ForestKey, map[string][]map[string]Tree]{
 	Name:      "Forest",
 	Bucket:    "trees",
 	Template:  "forest.{id}",
 	ParseKey:  ParseForestKey,
 	FormatKey: ForestKey.String,
-	Codec: kvwatch.JSON[map[string][]map[string]Tree]{Fast: func(r *kvwatch.JSONReader, p *map[string][]map[string]Tree) {
-		kvwatch.JSONMap(r, p, func(r *kvwatch.JSONReader, p *[]map[string]Tree) {
-			kvwatch.JSONSlice(r, p, func(r *kvwatch.JSONReader, p *map[string]Tree) {
-				kvwatch.JSONMap(r, p, kvwDecodeTree)
+	Codec: kvwatchimpl.JSON[map[string][]map[string]Tree]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string][]map[string]Tree) {
+		kvwatchimpl.JSONMap(r, p, func(r *kvwatchimpl.JSONReader, p *[]map[string]Tree) {
+			kvwatchimpl.JSONSlice(r, p, func(r *kvwatchimpl.JSONReader, p *map[string]Tree) {
+				kvwatchimpl.JSONMap(r, p, kvwDecodeTree)
 			})
 		})
 	}},
 	Clone: func(v map[string][]map[string]Tree) map[string][]map[string]Tree {
-		return kvwatch.CloneMap(v, func(v []map[string]Tree) []map[string]Tree {
-			return kvwatch.CloneSlice(v, func(v map[string]Tree) map[string]Tree {
-				return kvwatch.CloneMap(v, kvwCloneTree)
+		return kvwatchimpl.CloneMap(v, func(v []map[string]Tree) []map[string]Tree {
+			return kvwatchimpl.CloneSlice(v, func(v map[string]Tree) map[string]Tree {
+				return kvwatchimpl.CloneMap(v, kvwCloneTree)
 			})
 		})
 	},
 }
 
 // kvwTreesSpec describes bucket trees to the runtime.
-var kvwTreesSpec = kvwatch.BucketSpec{
+var kvwTreesSpec = kvwatchimpl.BucketSpec{
 	Bucket: "trees",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // TreesScopes selects what a TreesWatcher watches: every entry under any of

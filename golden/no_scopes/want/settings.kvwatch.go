@@ -5,6 +5,7 @@ package noscopes
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwSettingsSettingTemplate = kvwatch.MustTemplate("{name}")
 type SettingEvent = kvwatch.Event[SettingKey, string]
 
 // kvwSettingsSettingKind describes Setting entries to the runtime.
-var kvwSettingsSettingKind = kvwatch.Kind[SettingKey, string]{
+var kvwSettingsSettingKind = kvwatchimpl.Kind[SettingKey, string]{
 	Name:      "Setting",
 	Bucket:    "settings",
 	Template:  "{name}",
 	ParseKey:  ParseSettingKey,
 	FormatKey: SettingKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // kvwSettingsSpec describes bucket settings to the runtime.
-var kvwSettingsSpec = kvwatch.BucketSpec{
+var kvwSettingsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "settings",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // SettingsScopes selects what a SettingsWatcher watches: every entry under

@@ -2,15 +2,15 @@
 
 package typed
 
-import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Replica is a value type of the schema.
@@ -19,8 +19,8 @@ type Replica struct {
 	LagMs int64  `json:"lag_ms"`
 }
 
-// kvwDecodeReplica decodes one Replica on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeReplica(r *kvwatch.JSONReader, v *Replica) {
+// kvwDecodeReplica decodes one Replica on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeReplica(r *kvwatchimpl.JSONReader, v *Replica) {
 	if r.Null() {
 		return
 	}
@@ -32,7 +32,7 @@ func kvwDecodeReplica(r *kvwatch.JSONReader, v *Replica) {
 			r.ReadString(&v.Host)
 		case "lag_ms":
 			r.Once(&seen[0], 1)
-			kvwatch.JSONInt(r, &v.LagMs)
+			kvwatchimpl.JSONInt(r, &v.LagMs)
 		default:
 			r.SkipUnknown("host", "lag_ms")
 		}

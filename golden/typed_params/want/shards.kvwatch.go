@@ -5,6 +5,7 @@ package typed
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"strconv"
 	"time"
@@ -35,7 +36,7 @@ func ParseShardKey(key string) (ShardKey, error) {
 	var k ShardKey
 	k.Region = p[0]
 	var err error
-	if k.Shard, err = kvwatch.ParseIntParam(p[1]); err != nil {
+	if k.Shard, err = kvwatchimpl.ParseIntParam(p[1]); err != nil {
 		return ShardKey{}, &kvwatch.ParamError{
 			Key:   key,
 			Param: "shard",
@@ -53,13 +54,13 @@ var kvwShardsShardTemplate = kvwatch.MustTemplate("region.{region}.shard.{shard:
 type ShardEvent = kvwatch.Event[ShardKey, string]
 
 // kvwShardsShardKind describes Shard entries to the runtime.
-var kvwShardsShardKind = kvwatch.Kind[ShardKey, string]{
+var kvwShardsShardKind = kvwatchimpl.Kind[ShardKey, string]{
 	Name:      "Shard",
 	Bucket:    "shards",
 	Template:  "region.{region}.shard.{shard:int}",
 	ParseKey:  ParseShardKey,
 	FormatKey: ShardKey.String,
-	Codec:     kvwatch.String{},
+	Codec:     kvwatchimpl.String{},
 }
 
 // ReplicaKey is the key of a Replica entry of bucket shards:
@@ -89,14 +90,14 @@ func ParseReplicaKey(key string) (ReplicaKey, error) {
 	var k ReplicaKey
 	k.Region = p[0]
 	var err error
-	if k.Shard, err = kvwatch.ParseIntParam(p[1]); err != nil {
+	if k.Shard, err = kvwatchimpl.ParseIntParam(p[1]); err != nil {
 		return ReplicaKey{}, &kvwatch.ParamError{
 			Key:   key,
 			Param: "shard",
 			Err:   err,
 		}
 	}
-	if k.Replica, err = kvwatch.ParseUintParam(p[2]); err != nil {
+	if k.Replica, err = kvwatchimpl.ParseUintParam(p[2]); err != nil {
 		return ReplicaKey{}, &kvwatch.ParamError{
 			Key:   key,
 			Param: "replica",
@@ -114,13 +115,13 @@ var kvwShardsReplicaTemplate = kvwatch.MustTemplate("region.{region}.shard.{shar
 type ReplicaEvent = kvwatch.Event[ReplicaKey, Replica]
 
 // kvwShardsReplicaKind describes Replica entries to the runtime.
-var kvwShardsReplicaKind = kvwatch.Kind[ReplicaKey, Replica]{
+var kvwShardsReplicaKind = kvwatchimpl.Kind[ReplicaKey, Replica]{
 	Name:      "Replica",
 	Bucket:    "shards",
 	Template:  "region.{region}.shard.{shard:int}.replica.{replica:uint}",
 	ParseKey:  ParseReplicaKey,
 	FormatKey: ReplicaKey.String,
-	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
+	Codec:     kvwatchimpl.JSON[Replica]{Fast: kvwDecodeReplica},
 }
 
 // GlobalKey is the key of a Global entry of bucket shards: "global". Its
@@ -151,13 +152,13 @@ var kvwShardsGlobalTemplate = kvwatch.MustTemplate("global")
 type GlobalEvent = kvwatch.Event[GlobalKey, Replica]
 
 // kvwShardsGlobalKind describes Global entries to the runtime.
-var kvwShardsGlobalKind = kvwatch.Kind[GlobalKey, Replica]{
+var kvwShardsGlobalKind = kvwatchimpl.Kind[GlobalKey, Replica]{
 	Name:      "Global",
 	Bucket:    "shards",
 	Template:  "global",
 	ParseKey:  ParseGlobalKey,
 	FormatKey: GlobalKey.String,
-	Codec:     kvwatch.JSON[Replica]{Fast: kvwDecodeReplica},
+	Codec:     kvwatchimpl.JSON[Replica]{Fast: kvwDecodeReplica},
 }
 
 // EpochKey is the key of a Epoch entry of bucket shards: "epoch.{n:uint}".
@@ -182,7 +183,7 @@ func ParseEpochKey(key string) (EpochKey, error) {
 	}
 	var k EpochKey
 	var err error
-	if k.N, err = kvwatch.ParseUintParam(p[0]); err != nil {
+	if k.N, err = kvwatchimpl.ParseUintParam(p[0]); err != nil {
 		return EpochKey{}, &kvwatch.ParamError{
 			Key:   key,
 			Param: "n",
@@ -200,19 +201,19 @@ var kvwShardsEpochTemplate = kvwatch.MustTemplate("epoch.{n:uint}")
 type EpochEvent = kvwatch.Event[EpochKey, uint64]
 
 // kvwShardsEpochKind describes Epoch entries to the runtime.
-var kvwShardsEpochKind = kvwatch.Kind[EpochKey, uint64]{
+var kvwShardsEpochKind = kvwatchimpl.Kind[EpochKey, uint64]{
 	Name:      "Epoch",
 	Bucket:    "shards",
 	Template:  "epoch.{n:uint}",
 	ParseKey:  ParseEpochKey,
 	FormatKey: EpochKey.String,
-	Codec:     kvwatch.JSON[uint64]{Fast: kvwatch.JSONUint[uint64]},
+	Codec:     kvwatchimpl.JSON[uint64]{Fast: kvwatchimpl.JSONUint[uint64]},
 }
 
 // kvwShardsSpec describes bucket shards to the runtime.
-var kvwShardsSpec = kvwatch.BucketSpec{
+var kvwShardsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "shards",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Region",
 		Prefix: "region.{region}",
 	}, {

@@ -5,6 +5,7 @@ package anchors
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwAItemTemplate = kvwatch.MustTemplate("item.{id}")
 type ItemEvent = kvwatch.Event[ItemKey, Thing]
 
 // kvwAItemKind describes Item entries to the runtime.
-var kvwAItemKind = kvwatch.Kind[ItemKey, Thing]{
+var kvwAItemKind = kvwatchimpl.Kind[ItemKey, Thing]{
 	Name:      "Item",
 	Bucket:    "a",
 	Template:  "item.{id}",
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
-	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
+	Codec:     kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
 }
 
 // kvwASpec describes bucket a to the runtime.
-var kvwASpec = kvwatch.BucketSpec{
+var kvwASpec = kvwatchimpl.BucketSpec{
 	Bucket: "a",
-	Scopes: []kvwatch.ScopeSpec{{
+	Scopes: []kvwatchimpl.ScopeSpec{{
 		Name:   "Item",
 		Prefix: "item.{id}",
 	}},

@@ -5,6 +5,7 @@ package anchors
 import (
 	"context"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 	"time"
 )
@@ -42,19 +43,19 @@ var kvwBOtherTemplate = kvwatch.MustTemplate("other.{id}")
 type OtherEvent = kvwatch.Event[OtherKey, Thing]
 
 // kvwBOtherKind describes Other entries to the runtime.
-var kvwBOtherKind = kvwatch.Kind[OtherKey, Thing]{
+var kvwBOtherKind = kvwatchimpl.Kind[OtherKey, Thing]{
 	Name:      "Other",
 	Bucket:    "b",
 	Template:  "other.{id}",
 	ParseKey:  ParseOtherKey,
 	FormatKey: OtherKey.String,
-	Codec:     kvwatch.JSON[Thing]{Fast: kvwDecodeThing},
+	Codec:     kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
 }
 
 // kvwBSpec describes bucket b to the runtime.
-var kvwBSpec = kvwatch.BucketSpec{
+var kvwBSpec = kvwatchimpl.BucketSpec{
 	Bucket: "b",
-	Scopes: []kvwatch.ScopeSpec{},
+	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
 // BScopes selects what a BWatcher watches: every entry under any of the

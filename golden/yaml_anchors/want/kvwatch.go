@@ -2,15 +2,15 @@
 
 package anchors
 
-import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 2 of the generated-code API of the kvwatch runtime.
+// This code needs version 3 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatch.GeneratedCodeTooOld_Regenerate(2 - kvwatch.MinVersion)
-	_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - 2)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(3 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 3)
 )
 
 // Copy is a value type of the schema.
@@ -18,8 +18,8 @@ type Copy struct {
 	X string `json:"x"`
 }
 
-// kvwDecodeCopy decodes one Copy on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeCopy(r *kvwatch.JSONReader, v *Copy) {
+// kvwDecodeCopy decodes one Copy on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeCopy(r *kvwatchimpl.JSONReader, v *Copy) {
 	if r.Null() {
 		return
 	}
@@ -40,8 +40,8 @@ type Thing struct {
 	X string `json:"x"`
 }
 
-// kvwDecodeThing decodes one Thing on the JSON codec's fast path (see kvwatch.JSONReader).
-func kvwDecodeThing(r *kvwatch.JSONReader, v *Thing) {
+// kvwDecodeThing decodes one Thing on the JSON codec's fast path (see kvwatchimpl.JSONReader).
+func kvwDecodeThing(r *kvwatchimpl.JSONReader, v *Thing) {
 	if r.Null() {
 		return
 	}

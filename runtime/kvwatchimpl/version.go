@@ -1,4 +1,4 @@
-package kvwatch
+package kvwatchimpl
 
 import "github.com/kvwatchgen/kvwatchgen/internal/version"
 
@@ -6,14 +6,14 @@ import "github.com/kvwatchgen/kvwatchgen/internal/version"
 // protobuf-go's protoimpl.EnforceVersion. Every generated package contains
 //
 //	const (
-//		_ = kvwatch.GeneratedCodeTooOld_Regenerate(N - kvwatch.MinVersion)
-//		_ = kvwatch.RuntimeTooOld_UpgradeModule(kvwatch.MaxVersion - N)
+//		_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(N - kvwatchimpl.MinVersion)
+//		_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - N)
 //	)
 //
 // where N is the GenVersion of the generator that wrote it. Both types are
 // unsigned, so a negative constant does not compile, and the compiler names
 // the type in its message ("constant -1 overflows
-// kvwatch.RuntimeTooOld_UpgradeModule"): the type's name says what to do.
+// kvwatchimpl.RuntimeTooOld_UpgradeModule"): the type's name says what to do.
 // The underscores are deliberate: these names are read in build errors.
 
 // GeneratedCodeTooOld_Regenerate is the guard that fails when generated
@@ -28,15 +28,16 @@ type GeneratedCodeTooOld_Regenerate uint
 type RuntimeTooOld_UpgradeModule uint
 
 // Versions: 2 added the JSON codec's fast path (JSON.Fast, JSONReader),
-// which generated code of version 2 fills in; code of version 1 still
-// builds and runs (its JSON codecs have no Fast).
+// which generated code of version 2 fills in. 3 moved what only generated
+// code uses from kvwatch to this package; code of version 2 still builds,
+// on the aliases kvwatch keeps for it (compat.go there), and runs.
 const (
 	// GenVersion is the version of generated code this runtime was
 	// released with; the generator writes it into generated files (both
 	// read internal/version).
 	GenVersion = version.Gen
 	// MinVersion is the oldest generated code this runtime supports.
-	MinVersion = 1
+	MinVersion = 2
 	// MaxVersion is the newest generated code this runtime supports.
 	MaxVersion = GenVersion
 )

@@ -1,4 +1,4 @@
-package kvwatch
+package kvwatchimpl
 
 import (
 	"encoding"

@@ -1,0 +1,33 @@
+package kvwatchimpl
+
+// Kind describes one kind of entry of a bucket: its key template, its
+// typed key parser and its value codec. Generated code declares one per
+// kind; it is read-only after that.
+type Kind[K comparable, V any] struct {
+	// Name is the Go name of the kind, e.g. "Route"; used in errors.
+	Name string
+	// Bucket is the schema's name of the bucket the kind belongs to (the
+	// bucket watched and written may be named otherwise: kvwatch.WithBucket).
+	Bucket string
+	// Template is the key template, e.g. "vpc.{vpc}.route.{route_id}".
+	Template string
+	// ParseKey parses a key matching Template into K.
+	ParseKey func(string) (K, error)
+	// FormatKey formats K as a key; ParseKey(FormatKey(k)) == k for every
+	// valid key.
+	FormatKey func(K) string
+	// Codec converts values.
+	Codec Codec[V]
+	// Clone returns a deep copy of a value: one that shares no slice, map
+	// or pointer with it. Nil means V holds none (a plain copy is deep).
+	Clone func(V) V
+}
+
+// Copy deep-copies v when V needs it (with Clone), and returns v as it
+// is otherwise.
+func (k *Kind[K, V]) Copy(v V) V {
+	if k.Clone == nil {
+		return v
+	}
+	return k.Clone(v)
+}
