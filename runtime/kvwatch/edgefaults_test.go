@@ -128,7 +128,7 @@ func waitMirrorAndWatcher(t *testing.T, edge jetstream.JetStream, w *kvwatch.Wat
 				mirrored = time.Now()
 			}
 		}
-		if !mirrored.IsZero() && w.Stats().LastRevision >= rev {
+		if !mirrored.IsZero() && upTo(w, rev) {
 			return mirrored, time.Now(), true
 		}
 		if time.Now().After(deadline) {
@@ -137,6 +137,14 @@ func waitMirrorAndWatcher(t *testing.T, edge jetstream.JetStream, w *kvwatch.Wat
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// upTo reports whether the watcher has every change up to rev, also when
+// rev is out of its scopes (its LastRevision only moves with its own).
+func upTo(w *kvwatch.Watcher, rev uint64) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	return w.WaitRevision(ctx, rev) == nil
 }
 
 // cutFor cuts the edge's link for d and restores it; the watcher must

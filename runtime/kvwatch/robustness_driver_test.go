@@ -33,7 +33,9 @@ type robustEnv struct {
 	connectWatcher func(i int) jetstream.JetStream
 	// observe, if set, connects to every server whose stream holds
 	// watchers' consumers (by default: connect).
-	observe    func() []jetstream.JetStream
+	observe func() []jetstream.JetStream
+	// mirrored, if set, reports whether watcher i watches a mirror.
+	mirrored   func(i int) bool
 	faults     []robustFault
 	restoreAll func() // every server up again
 }
@@ -45,6 +47,9 @@ func (e *robustEnv) watcherConnection(i int) jetstream.JetStream {
 	}
 	return e.connect()
 }
+
+// onMirror reports whether watcher i watches an edge's mirror.
+func (e *robustEnv) onMirror(i int) bool { return e.mirrored != nil && e.mirrored(i) }
 
 // observers connects to every server holding watchers' consumers.
 func (e *robustEnv) observers() []jetstream.JetStream {
@@ -190,6 +195,7 @@ func fleetEnv(t *testing.T) *robustEnv {
 			return onEdge()
 		},
 		observe:    func() []jetstream.JetStream { return []jetstream.JetStream{hub(), onEdge()} },
+		mirrored:   func(i int) bool { return i > 0 },
 		restoreAll: func() { edge.Restore() },
 		faults: []robustFault{
 			{name: "edge link cut", inject: func(d *robustDriver) {

@@ -240,7 +240,7 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	r.mu.Unlock()
 	for _, rw := range watchers {
 		for n, l := range rw.lives {
-			lifeBad := checkLife(r.hist, topo.history, rw.id, n, l)
+			lifeBad := checkLife(r.hist, topo.history, rw.id, n, l, env.onMirror(rw.id))
 			if len(lifeBad) > 0 && testing.Verbose() {
 				t.Logf("watcher %d life %d, its log:\n%s", rw.id, n, l.log.text())
 			}
@@ -291,7 +291,7 @@ func (d *robustDriver) converge(rw *robustWatcher) {
 		cp, err := w.Checkpoint()
 		if err == nil {
 			cp.Revision = ^uint64(0) // the final state
-			if diff = stateDiff(d.run.hist, l.readEpoch(), cp); len(diff) == 0 {
+			if diff = stateDiff(d.run.hist, l.readEpoch(), cp, false); len(diff) == 0 {
 				return
 			}
 		}
