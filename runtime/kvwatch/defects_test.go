@@ -341,3 +341,47 @@ func TestACatchUpDeliversADeleteOfAKeyItDidNotHold(t *testing.T) {
 		w.Stop()
 	}
 }
+
+// WaitRevision(rev) means every change up to rev is in the caches. With
+// history 1 a write at rev replaced by a newer one before the tail got to
+// it is gone from the stream: the check then saw only the newer entry,
+// after rev, took nothing in scope to be pending, and returned while the
+// caches held neither (the tail was busy in a handler). It must wait for
+// the tail to apply the newer entry.
+func TestWaitRevisionWaitsForAReplacedWrite(t *testing.T) {
+	js, kv := setup(t)
+	release := make(chan struct{})
+	var once sync.Once
+	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
+		if ev.Key.RouteID == "block" {
+			<-release // the tail waits here, its revision at this entry's
+		}
+	})
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), []kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before Stop, which waits for the handler
+	waitSynced(t, w)
+	block := put(t, kv, "vpc.a.route.block", route{CIDR: "block"})
+	kvwatchtest.Eventually(t, 5*time.Second, "the tail in the handler", func() bool { return w.Stats().LastRevision >= block })
+	mine := put(t, kv, "vpc.a.route.k", route{CIDR: "mine"})
+	put(t, kv, "vpc.a.route.k", route{CIDR: "newer"}) // history 1: mine is gone
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := w.WaitRevision(ctx, mine); err == nil {
+		got, ok := routes.Cache().Get(routeKey{VPC: "a", RouteID: "k"})
+		t.Fatalf("WaitRevision(%d) returned while the tail was blocked: the cache holds %+v (%v), not the write", mine, got, ok)
+	}
+	once.Do(func() { close(release) })
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if err := w.WaitRevision(ctx2, mine); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := routes.Cache().Get(routeKey{VPC: "a", RouteID: "k"}); got.CIDR != "newer" {
+		t.Errorf("after WaitRevision(%d) the cache holds %q, want the newer write", mine, got.CIDR)
+	}
+}

@@ -24,9 +24,9 @@ import (
 // least rev.
 //
 // rev need not be in the watcher's scopes: when the watcher's stream (an
-// edge's mirror: it may lag) holds rev and has no entry in scope between
-// the watcher's revision and rev, the watcher is up to rev already, and
-// its revision is raised to it. Each check asks the stream for its state
+// edge's mirror: it may lag) holds rev and has no entry in scope after the
+// watcher's revision, the watcher is up to rev already, and its revision
+// is raised to it. Each check asks the stream for its state
 // and reads, by direct get, what it holds after the watcher's revision
 // (without delivering it: the tail does), every few milliseconds while
 // the answer is "not yet". From a handler, when the watcher is not up to
@@ -64,8 +64,8 @@ func (w *Watcher) WaitRevision(ctx context.Context, rev uint64) error {
 }
 
 // upTo reports whether the watcher's stream holds revision rev and
-// nothing in the watcher's scopes after the watcher's revision up to rev:
-// every change up to rev is then applied.
+// nothing in the watcher's scopes after the watcher's revision (up to the
+// answer's end, at or past rev): every change up to rev is then applied.
 func (w *Watcher) upTo(ctx context.Context, rev uint64) (bool, error) {
 	from := w.revision()
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
@@ -94,7 +94,11 @@ func (w *Watcher) upTo(ctx context.Context, rev uint64) (bool, error) {
 	defer dg.Close()
 	pendingInScope := false
 	end, err := dg.Read(directget.Request{Seq: from + 1, NextBySubj: subjects.Covering(w.subjectPrefix, filters), Batch: sealBatch}, func(msg *nats.Msg) {
-		if e, ok := w.directEntry(msg); ok && e.revision <= rev && matcher.Matches(e.key) {
+		// Any entry in scope counts, also one after rev: with history 1
+		// it may have replaced one at or below rev that the stream no
+		// longer holds, which the caches only have once the tail applied
+		// it (and then the watcher's revision is past rev).
+		if e, ok := w.directEntry(msg); ok && matcher.Matches(e.key) {
 			pendingInScope = true
 		}
 	})
@@ -104,7 +108,7 @@ func (w *Watcher) upTo(ctx context.Context, rev uint64) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	// Not yet, while the tail has an entry in scope up to rev to apply;
+	// Not yet, while the tail has an entry in scope to apply;
 	// nor when this answer stopped short of rev (more may follow it).
 	return !pendingInScope && (end.LastSeq >= rev || end.Pending == 0), nil
 }
