@@ -413,19 +413,7 @@ func TestDeletedBucketEndsTheWatch(t *testing.T) {
 func TestConsumerLimitError(t *testing.T) {
 	js, kv := setup(t)
 	put(t, kv, "vpc.a", vpcConfig{})
-	ctx := context.Background()
-	updateStream(t, js, func(cfg *jetstream.StreamConfig) { cfg.MaxConsumers = 1 })
-	if _, err := js.CreateConsumer(ctx, "KV_network", jetstream.ConsumerConfig{Durable: "other"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := kvwatch.Start(ctx, js, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	err = w.WaitSynced(wctx)
+	err := syncAtConsumerLimit(t, js)
 	if !errors.Is(err, kvwatch.ErrConsumerLimit) || !containsAll(err.Error(), "MaxConsumers", "default_max_consumers", "10026") {
 		t.Fatalf("WaitSynced = %v, want ErrConsumerLimit saying how to raise the limit", err)
 	}
@@ -469,4 +457,23 @@ func debugLogger() kvwatch.Option {
 		return kvwatch.WithLogger(nil)
 	}
 	return kvwatch.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
+}
+
+// syncAtConsumerLimit sets the network stream's consumer limit to 1, takes
+// that one consumer, starts a watcher and returns what WaitSynced says.
+func syncAtConsumerLimit(t *testing.T, js jetstream.JetStream) error {
+	t.Helper()
+	ctx := context.Background()
+	updateStream(t, js, func(cfg *jetstream.StreamConfig) { cfg.MaxConsumers = 1 })
+	if _, err := js.CreateConsumer(ctx, "KV_network", jetstream.ConsumerConfig{Durable: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := kvwatch.Start(ctx, js, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return w.WaitSynced(wctx)
 }

@@ -219,19 +219,7 @@ func TestWatchOnAnEdgeWithALocalInboxPrefix(t *testing.T) {
 func TestConsumerLimitOnAnEdgeMirror(t *testing.T) {
 	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
 	_, js := f.Edges[0].Connect(t)
-	updateStream(t, js, func(cfg *jetstream.StreamConfig) { cfg.MaxConsumers = 1 })
-	ctx := context.Background()
-	if _, err := js.CreateConsumer(ctx, "KV_network", jetstream.ConsumerConfig{Durable: "other"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := kvwatch.Start(ctx, js, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	err = w.WaitSynced(wctx)
+	err := syncAtConsumerLimit(t, js)
 	if !errors.Is(err, kvwatch.ErrConsumerLimit) || !containsAll(err.Error(), "mirror", "KV_network", "MaxConsumers", "default_max_consumers") {
 		t.Fatalf("WaitSynced = %v, want ErrConsumerLimit naming the mirror and the fixes", err)
 	}
