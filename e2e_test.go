@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,8 +96,10 @@ func TestGeneratedModule(t *testing.T) {
 	for _, c := range []struct {
 		name, min, max, want string
 	}{
-		{"runtime too old", "2", "2", "constant -1 overflows kvwatchimpl.RuntimeTooOld_UpgradeModule"},
-		{"runtime too new", "4", "4", "constant -1 overflows kvwatchimpl.GeneratedCodeTooOld_Regenerate"},
+		// A runtime one version behind the generator, and one that dropped
+		// the generator's version.
+		{"runtime too old", "2", strconv.Itoa(gen.GenVersion - 1), "constant -1 overflows kvwatchimpl.RuntimeTooOld_UpgradeModule"},
+		{"runtime too new", strconv.Itoa(gen.GenVersion + 1), strconv.Itoa(gen.GenVersion + 1), "constant -1 overflows kvwatchimpl.GeneratedCodeTooOld_Regenerate"},
 	} {
 		useModule(fakeRuntime(t, root, c.min, c.max))
 		out, err := goCmd("build", "./...")
@@ -109,21 +112,25 @@ func TestGeneratedModule(t *testing.T) {
 		}
 	}
 
-	// Code of the previous version (2, which used kvwatch for what is now
-	// kvwatchimpl's) still builds, for one release: testdata/v2 is the
-	// fleet example's package as kvwatchgen of version 2 wrote it.
+	// Code of the previous versions still builds, for one release:
+	// testdata/vN is the fleet example's package as kvwatchgen of version N
+	// wrote it (2 used kvwatch for what is now kvwatchimpl's; 3 compiled
+	// key templates with kvwatch.MustTemplate and read checkpoints by
+	// position).
 	useModule(root)
-	for _, f := range []string{"kvwatch.go", "network.kvwatch.go"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "v2", "fleetkv", f+".txt"))
-		if err != nil {
-			t.Fatal(err)
+	for _, v := range []string{"v2", "v3"} {
+		for _, f := range []string{"kvwatch.go", "network.kvwatch.go"} {
+			b, err := os.ReadFile(filepath.Join("testdata", v, "fleetkv", f+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The header was left out of the fixture (testdata/README.md).
+			writeFile(t, filepath.Join(app, "fleetkv"+v, f), gen.Header+"\n"+string(b))
 		}
-		// The header was left out of the fixture (testdata/v2/README.md).
-		writeFile(t, filepath.Join(app, "fleetkv2", f), gen.Header+"\n"+string(b))
 	}
 	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
 		if out, err := goCmd(args...); err != nil {
-			t.Fatalf("generated code of version 2: go %s: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatalf("generated code of versions 2 and 3: go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }

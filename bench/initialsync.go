@@ -58,10 +58,10 @@ func runInitialSync(ctx context.Context, b *bench) error {
 		}
 		readers, rounds := syncReaders, 1
 		if state == "fresh" {
-			// The fresh ratio sits near its target and one read takes
-			// under a second: alternating rounds, medians. After churn
-			// kv.WatchFiltered takes ~15 s a read, and the ratios are
-			// orders of magnitude: one round.
+			// The fresh ratio sits near its target and a read is quick:
+			// alternating rounds, medians. After churn kv.WatchFiltered
+			// is slow and the ratios are orders of magnitude
+			// (BENCHMARKS.md): one round.
 			readers, rounds = append(slices.Clone(readers), cachedReader), b.pick(5, 3, 1)
 		}
 		results := make([]syncResults, len(readers))

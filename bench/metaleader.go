@@ -17,9 +17,9 @@ import (
 // writer keeps writing to an R3 bucket whose leader is elsewhere, and times
 // the delay from the kill to the first event written after it. No
 // consumer can be created until a new meta leader is elected; a creation
-// request sent during the election is never answered, which is what made
-// nats.go's ordered consumer (a fixed 10 s per request) take ~11 s. The
-// figure is the worst of the rounds: the target is 3 s in every one.
+// request sent during the election is never answered, which is what
+// slows nats.go's ordered consumer, whose requests wait a fixed timeout
+// (BENCHMARKS.md has both figures). The figure is the worst of the rounds: the target is 3 s in every one.
 func runMetaLeaderLoss(ctx context.Context, b *bench) error {
 	rounds := b.pick(8, 5, 1)
 	c, err := startChildCluster(ctx, 3)

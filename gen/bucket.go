@@ -158,7 +158,7 @@ func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 	fields := []field{
 		{"Name", jen.Lit(k.GoName)},
 		{"Bucket", jen.Lit(b.Name)},
-		{"Template", jen.Lit(k.Template.Raw)},
+		{"Key", jen.Id(n.Template)},
 		{"ParseKey", jen.Id(n.Parse)},
 		{"FormatKey", jen.Id(n.Key).Dot("String")},
 		{"Codec", codec(k)},

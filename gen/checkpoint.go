@@ -40,9 +40,9 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 			{"Filters", jen.Id("cp").Dot("Filters")},
 			{"StreamCreated", jen.Id("cp").Dot("StreamCreated")},
 		}
-		for i, k := range b.Kinds {
-			fields = append(fields, field{k.Names.CheckpointField, jen.Id("cp").Dot("Kinds").Index(jen.Lit(i)).Assert(
-				jen.Index().Add(rt("Entry")).Types(jen.Id(k.Names.Key), goType(k.Value)))})
+		for _, k := range b.Kinds {
+			fields = append(fields, field{k.Names.CheckpointField,
+				rt("EntriesOf").Call(jen.Id("cp"), jen.Op("&").Id(k.Names.KindVar))})
 		}
 		g.Return(jen.Id(n.Checkpoint).Add(keyed(fields...)), jen.Nil())
 	})
@@ -52,16 +52,15 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 		"with cp's entries and only what changed after cp.Revision is delivered (see kvwatch.Resume "+
 		"for when it re-lists instead). The watcher takes ownership of cp's entries.", n.Watcher)))
 	f.Func().Params(jen.Id("cp").Id(n.Checkpoint)).Id("Resume").Params().Add(rt("Option")).BlockFunc(func(g *jen.Group) {
-		var kinds []jen.Code
-		for _, k := range b.Kinds {
-			kinds = append(kinds, jen.Id("cp").Dot(k.Names.CheckpointField))
-		}
-		g.Return(rt("Resume").Call(rt("Checkpoint").Add(keyed(
+		g.Id("state").Op(":=").Add(rt("Checkpoint")).Add(keyed(
 			field{"Revision", jen.Id("cp").Dot("Revision")},
 			field{"Filters", jen.Id("cp").Dot("Filters")},
 			field{"StreamCreated", jen.Id("cp").Dot("StreamCreated")},
-			field{"Kinds", jen.Index().Any().Values(kinds...)},
-		))))
+		))
+		for _, k := range b.Kinds {
+			g.Add(rt("WithEntries")).Call(jen.Op("&").Id("state"), jen.Op("&").Id(k.Names.KindVar), jen.Id("cp").Dot(k.Names.CheckpointField))
+		}
+		g.Return(rt("Resume").Call(jen.Id("state")))
 	})
 	f.Line()
 }

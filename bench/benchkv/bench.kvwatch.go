@@ -38,7 +38,7 @@ func ParseItemKey(key string) (ItemKey, error) {
 }
 
 // kvwBenchItemTemplate is the compiled key template of Item entries.
-var kvwBenchItemTemplate = kvwatch.MustTemplate("p.{p}.item.{id}")
+var kvwBenchItemTemplate = kvwatchimpl.MustTemplate("p.{p}.item.{id}")
 
 // ItemEvent is a change of a Item entry (see kvwatch.Event for ordering and
 // ownership).
@@ -50,7 +50,7 @@ type ItemEvent = kvwatch.Event[ItemKey, Item]
 var kvwBenchItemKind = kvwatchimpl.Kind[ItemKey, Item]{
 	Name:      "Item",
 	Bucket:    "bench",
-	Template:  "p.{p}.item.{id}",
+	Key:       kvwBenchItemTemplate,
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
 	Codec:     kvwatchimpl.JSON[Item]{Fast: kvwDecodeItem},
@@ -186,7 +186,7 @@ func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Item]),
+		Item:          kvwatch.EntriesOf(cp, &kvwBenchItemKind),
 	}, nil
 }
 
@@ -195,12 +195,13 @@ func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp BenchCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Item},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwBenchItemKind, cp.Item)
+	return kvwatch.Resume(state)
 }
 
 // BenchBucket reads and writes single entries of bucket bench with typed keys

@@ -30,10 +30,10 @@ type benchValue struct {
 	Note    string   `json:"note"`
 }
 
-var benchTemplate = MustTemplate("vpc.{vpc}.route.{id}")
+var benchTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.route.{id}")
 
 var benchKind = kvwatchimpl.Kind[benchKey, benchValue]{
-	Name: "Route", Template: benchTemplate.String(),
+	Name: "Route", Key: benchTemplate,
 	ParseKey: func(s string) (benchKey, error) {
 		var p [2]string
 		if err := benchTemplate.Split(s, p[:]); err != nil {

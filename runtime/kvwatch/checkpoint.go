@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // This file is resume: a watcher hands out a checkpoint (its caches at one
@@ -38,7 +39,39 @@ type Checkpoint struct {
 	StreamCreated time.Time
 	// Kinds holds the entries of each binding, in the order given to
 	// Start, as []Entry[K, V] sorted by key. The values are copies.
+	//
+	// Deprecated: generated code of versions 2 and 3 reads and writes it
+	// by position; version 4 uses EntriesOf and WithEntries, typed by kind.
 	Kinds []any
+	// kinds names the kind of each element of Kinds when it is known
+	// (Watcher.Checkpoint and WithEntries set it); a watcher resumed from
+	// the checkpoint then matches entries to its bindings by kind name,
+	// and by position otherwise.
+	kinds []string
+}
+
+// For generated code. EntriesOf returns the entries of kind in cp, a
+// checkpoint taken by Watcher.Checkpoint: sorted by key, copies the caller
+// owns. It returns nil when cp has no entries of kind.
+func EntriesOf[K comparable, V any](cp Checkpoint, kind *kvwatchimpl.Kind[K, V]) []Entry[K, V] {
+	for i, name := range cp.kinds {
+		if name == kind.Name && i < len(cp.Kinds) {
+			entries, _ := cp.Kinds[i].([]Entry[K, V])
+			return entries
+		}
+	}
+	return nil
+}
+
+// For generated code. WithEntries adds entries as those of kind to cp, the
+// checkpoint a watcher is resumed from (Resume); the watcher takes
+// ownership of their values.
+func WithEntries[K comparable, V any](cp *Checkpoint, kind *kvwatchimpl.Kind[K, V], entries []Entry[K, V]) {
+	if len(cp.kinds) < len(cp.Kinds) {
+		return // a positional checkpoint: adding by name would misplace entries
+	}
+	cp.Kinds = append(cp.Kinds, entries)
+	cp.kinds = append(cp.kinds, kind.Name)
 }
 
 // Checkpoint returns the watcher's caches and revision, taken atomically
@@ -52,7 +85,7 @@ func (w *Watcher) Checkpoint() (Checkpoint, error) {
 	if !w.isSynced() {
 		return Checkpoint{}, ErrNotSynced
 	}
-	cp := Checkpoint{Kinds: make([]any, len(w.bindings))}
+	cp := Checkpoint{Kinds: make([]any, len(w.bindings)), kinds: make([]string, len(w.bindings))}
 	w.state.mu.RLock()
 	if w.state.rescoping {
 		w.state.mu.RUnlock()
@@ -61,7 +94,7 @@ func (w *Watcher) Checkpoint() (Checkpoint, error) {
 	cp.Revision, cp.StreamCreated = w.state.revision, w.state.streamCreated
 	cp.Filters = slices.Clone(w.currentFilters())
 	for i, b := range w.bindings {
-		cp.Kinds[i] = b.entriesLocked()
+		cp.Kinds[i], cp.kinds[i] = b.entriesLocked(), b.kindName()
 	}
 	w.state.mu.RUnlock()
 	for i, b := range w.bindings {
@@ -108,8 +141,9 @@ func (w *Watcher) restore() error {
 	if r == nil {
 		return nil
 	}
-	if len(r.Kinds) > len(w.bindings) {
-		return fmt.Errorf("kvwatch: resume: checkpoint has %d kinds, the watcher %d", len(r.Kinds), len(w.bindings))
+	bindings, err := w.resumedBindings(r)
+	if err != nil {
+		return err
 	}
 	inScope := w.matchesScopes
 	if len(w.filters) == 0 {
@@ -117,7 +151,7 @@ func (w *Watcher) restore() error {
 	}
 	restored, oldest := 0, uint64(0)
 	for i, entries := range r.Kinds {
-		n, min, err := w.bindings[i].restore(entries, inScope)
+		n, min, err := bindings[i].restore(entries, inScope)
 		if err != nil {
 			return err
 		}
@@ -134,6 +168,30 @@ func (w *Watcher) restore() error {
 	// value: the Resume option shares r with any later use of it.)
 	w.cfg.resume = &Checkpoint{Revision: r.Revision, Filters: r.Filters, StreamCreated: r.StreamCreated}
 	return nil
+}
+
+// resumedBindings returns the binding of each element of r.Kinds: the
+// binding of the kind it is named for, or the one at its position when the
+// checkpoint names no kinds (built by generated code of version 2 or 3).
+func (w *Watcher) resumedBindings(r *Checkpoint) ([]AnyBinding, error) {
+	if len(r.kinds) < len(r.Kinds) {
+		if len(r.Kinds) > len(w.bindings) {
+			return nil, fmt.Errorf("kvwatch: resume: checkpoint has %d kinds, the watcher %d", len(r.Kinds), len(w.bindings))
+		}
+		return w.bindings[:len(r.Kinds)], nil
+	}
+	out := make([]AnyBinding, len(r.Kinds))
+	for i, name := range r.kinds[:len(r.Kinds)] {
+		for _, b := range w.bindings {
+			if b.kindName() == name {
+				out[i] = b
+			}
+		}
+		if out[i] == nil {
+			return nil, fmt.Errorf("kvwatch: resume: checkpoint has entries of kind %s, which the watcher does not watch", name)
+		}
+	}
+	return out, nil
 }
 
 // startPlan decides how the watcher reaches its synced state, and returns

@@ -6,10 +6,19 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
-// This file keeps generated code of version 2 building: it used these
-// names from kvwatch, which are now kvwatchimpl's (the plumbing only
-// generated code uses). They go in the next release; regenerate to stop
+// This file keeps generated code of versions 2 and 3 building. Version 2
+// used these names from kvwatch, which are now kvwatchimpl's (the plumbing
+// only generated code uses); version 3 still compiled key templates with
+// kvwatch.MustTemplate. They go in the next release; regenerate to stop
 // using them.
+
+// Deprecated: for generated code of versions 2 and 3; regenerate.
+type Template = kvwatchimpl.Template
+
+// MustTemplate is kvwatchimpl.MustTemplate.
+//
+// Deprecated: for generated code of versions 2 and 3; regenerate.
+func MustTemplate(raw string) *Template { return kvwatchimpl.MustTemplate(raw) }
 
 // Deprecated: for generated code of version 2; regenerate.
 type (

@@ -6,11 +6,11 @@
 // (WaitSynced, SetScopes, WaitRevision, Checkpoint, Stats, Stop), typed
 // Caches, Events and Ops, the Options (WithBucket, Resume, WithLogger, …),
 // the errors (DataError, UnknownKeyError, HandlerError, ScopeError,
-// ErrBucketNotFound, …) and Checkpoint. Start, Bind, Binding, AnyBinding,
-// Put, Get, Delete, Template and MustTemplate exist for generated code and
-// say so; what only generated code uses otherwise is in package
-// kvwatchimpl, and compat.go keeps code of the previous generated-code
-// version building.
+// ErrBucketNotFound, KeyMismatchError, …) and Checkpoint. Start, Bind,
+// Binding, AnyBinding, Put, Get, Delete, EntriesOf and WithEntries exist
+// for generated code and say so; what only generated code uses otherwise is
+// in package kvwatchimpl, and compat.go keeps code of the previous
+// generated-code versions building.
 //
 // The watch guarantees (ordered, unique, reliable, exact at every sync
 // point, resumable, one consumer, clean stop) are stated in the README,

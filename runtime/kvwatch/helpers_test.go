@@ -24,7 +24,7 @@ type routeKey struct{ VPC, RouteID string }
 
 func (k routeKey) String() string { return "vpc." + k.VPC + ".route." + k.RouteID }
 
-var routeTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
+var routeTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.route.{route_id}")
 
 func parseRouteKey(key string) (routeKey, error) {
 	var p [2]string
@@ -43,7 +43,7 @@ type vpcKey struct{ VPC string }
 
 func (k vpcKey) String() string { return "vpc." + k.VPC }
 
-var vpcTemplate = kvwatch.MustTemplate("vpc.{vpc}")
+var vpcTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}")
 
 func parseVPCKey(key string) (vpcKey, error) {
 	var p [1]string
@@ -58,9 +58,9 @@ type vpcConfig struct {
 }
 
 var (
-	routeKind = kvwatchimpl.Kind[routeKey, route]{Name: "Route", Template: routeTemplate.String(),
+	routeKind = kvwatchimpl.Kind[routeKey, route]{Name: "Route", Key: routeTemplate,
 		ParseKey: parseRouteKey, FormatKey: routeKey.String, Codec: kvwatchimpl.JSON[route]{}}
-	vpcKind = kvwatchimpl.Kind[vpcKey, vpcConfig]{Name: "VPCConfig", Template: vpcTemplate.String(),
+	vpcKind = kvwatchimpl.Kind[vpcKey, vpcConfig]{Name: "VPCConfig", Key: vpcTemplate,
 		ParseKey: parseVPCKey, FormatKey: vpcKey.String, Codec: kvwatchimpl.JSON[vpcConfig]{}}
 	network = kvwatchimpl.BucketSpec{Bucket: "network", Scopes: []kvwatchimpl.ScopeSpec{
 		{Name: "VPC", Prefix: "vpc.{vpc}"},

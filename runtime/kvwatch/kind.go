@@ -38,7 +38,7 @@ func (b *Binding[K, V]) Cache() *Cache[K, V] { return b.cache }
 // It is implemented only by *Binding.
 type AnyBinding interface {
 	kindName() string
-	keyTemplate() string
+	keyTemplate() (*kvwatchimpl.Template, error)
 	check() error
 	counters() *kindCounters
 	attach(w *Watcher)
@@ -53,9 +53,9 @@ type AnyBinding interface {
 	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
 }
 
-func (b *Binding[K, V]) kindName() string        { return b.kind.Name }
-func (b *Binding[K, V]) keyTemplate() string     { return b.kind.Template }
-func (b *Binding[K, V]) counters() *kindCounters { return &b.stats }
+func (b *Binding[K, V]) kindName() string                            { return b.kind.Name }
+func (b *Binding[K, V]) keyTemplate() (*kvwatchimpl.Template, error) { return b.kind.KeyTemplate() }
+func (b *Binding[K, V]) counters() *kindCounters                     { return &b.stats }
 
 // check reports a Kind missing what the runtime calls.
 func (b *Binding[K, V]) check() error {
@@ -316,14 +316,14 @@ func (b *Binding[K, V]) remove(w *Watcher, revision uint64, match func(K, string
 	}
 }
 
-// checkBindings compiles the templates of the bindings, in order.
-func checkBindings(bindings []AnyBinding) ([]*Template, error) {
-	out := make([]*Template, len(bindings))
+// checkBindings returns the key templates of the bindings, in order.
+func checkBindings(bindings []AnyBinding) ([]*kvwatchimpl.Template, error) {
+	out := make([]*kvwatchimpl.Template, len(bindings))
 	for i, b := range bindings {
 		if err := b.check(); err != nil {
 			return nil, err
 		}
-		t, err := compileTemplate(b.keyTemplate())
+		t, err := b.keyTemplate()
 		if err != nil {
 			return nil, fmt.Errorf("kvwatch: kind %s: %w", b.kindName(), err)
 		}

@@ -184,7 +184,7 @@ func (l *writeLog) publishAsync(t *testing.T, js jetstream.JetStream, ws []write
 func checkStateAt(t *testing.T, cp kvwatch.Checkpoint, log *writeLog) {
 	t.Helper()
 	got := map[string]kvwatch.Entry[routeKey, route]{}
-	for _, e := range cp.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+	for _, e := range kvwatch.EntriesOf(cp, &routeKind) {
 		got[e.Key.String()] = e
 	}
 	want := log.stateAt(0, cp.Revision)

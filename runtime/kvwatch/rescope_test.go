@@ -250,7 +250,7 @@ func checkRevisionsIncrease(t *testing.T, log *revisionLog) {
 // revision and inside its filters.
 func checkpointConsistent(t *testing.T, cp kvwatch.Checkpoint) {
 	t.Helper()
-	for _, e := range cp.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+	for _, e := range kvwatch.EntriesOf(cp, &routeKind) {
 		if e.Revision > cp.Revision {
 			t.Errorf("checkpoint at revision %d holds %s at revision %d", cp.Revision, e.Key, e.Revision)
 		}

@@ -75,12 +75,12 @@ func checkLife(hist *history, bucketHistory int, id, n int, l *life, mirror bool
 	if l.resumed != nil {
 		// The restored entries within the scopes the watcher started with
 		// are its own from the start.
-		for _, e := range l.resumed.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+		for _, e := range kvwatch.EntriesOf(*l.resumed, &routeKind) {
 			if inFilters(l.startFilters, e.Key.String()) {
 				lastOf[e.Key.String()] = e.Revision
 			}
 		}
-		for _, e := range l.resumed.Kinds[1].([]kvwatch.Entry[vpcKey, vpcConfig]) {
+		for _, e := range kvwatch.EntriesOf(*l.resumed, &vpcKind) {
 			if inFilters(l.startFilters, e.Key.String()) {
 				lastOf[e.Key.String()] = e.Revision
 			}
@@ -206,11 +206,11 @@ func skippedWrites(hist *history, epoch int, key string, a, b uint64, reported m
 // has a write of it after the revision: the one the mirror will bring.
 func stateDiff(hist *history, epoch int, cp kvwatch.Checkpoint, skipped bool) []string {
 	got := map[string]string{}
-	for _, e := range cp.Kinds[0].([]kvwatch.Entry[routeKey, route]) {
+	for _, e := range kvwatch.EntriesOf(cp, &routeKind) {
 		v, _ := json.Marshal(e.Value)
 		got[e.Key.String()] = fmt.Sprintf("%d %s", e.Revision, v)
 	}
-	for _, e := range cp.Kinds[1].([]kvwatch.Entry[vpcKey, vpcConfig]) {
+	for _, e := range kvwatch.EntriesOf(cp, &vpcKind) {
 		v, _ := json.Marshal(e.Value)
 		got[e.Key.String()] = fmt.Sprintf("%d %s", e.Revision, v)
 	}

@@ -136,7 +136,10 @@ type savedCheckpoint struct {
 }
 
 func (s savedCheckpoint) checkpoint() kvwatch.Checkpoint {
-	return kvwatch.Checkpoint{Revision: s.Revision, Filters: s.Filters, StreamCreated: s.StreamCreated, Kinds: []any{s.Routes, s.Configs}}
+	cp := kvwatch.Checkpoint{Revision: s.Revision, Filters: s.Filters, StreamCreated: s.StreamCreated}
+	kvwatch.WithEntries(&cp, &routeKind, s.Routes)
+	kvwatch.WithEntries(&cp, &vpcKind, s.Configs)
+	return cp
 }
 
 // start starts a life: fresh, or resumed from the saved checkpoint.
@@ -269,7 +272,7 @@ func (rw *robustWatcher) save() {
 		return
 	}
 	s := savedCheckpoint{Revision: cp.Revision, Filters: cp.Filters, StreamCreated: cp.StreamCreated,
-		Routes: cp.Kinds[0].([]kvwatch.Entry[routeKey, route]), Configs: cp.Kinds[1].([]kvwatch.Entry[vpcKey, vpcConfig])}
+		Routes: kvwatch.EntriesOf(cp, &routeKind), Configs: kvwatch.EntriesOf(cp, &vpcKind)}
 	data, err := json.Marshal(s)
 	if err != nil {
 		rw.run.violation("watcher %d: checkpoint to JSON: %v", rw.id, err)

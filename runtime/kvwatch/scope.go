@@ -2,7 +2,6 @@ package kvwatch
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
@@ -27,7 +26,7 @@ type ScopeValue struct {
 // compiledScope is a ScopeSpec with what the runtime derives from it.
 type compiledScope struct {
 	spec   kvwatchimpl.ScopeSpec
-	prefix *Template
+	prefix *kvwatchimpl.Template
 	// exact is set when a key template equals the prefix, so the key
 	// "vpc.a" itself belongs to scope vpc=a; deeper when a template
 	// extends it, so keys under "vpc.a." do.
@@ -35,19 +34,19 @@ type compiledScope struct {
 }
 
 // compileScopes checks the scopes of spec against the kind templates.
-func compileScopes(spec *kvwatchimpl.BucketSpec, templates []*Template) ([]compiledScope, error) {
+func compileScopes(spec *kvwatchimpl.BucketSpec, templates []*kvwatchimpl.Template) ([]compiledScope, error) {
 	out := make([]compiledScope, 0, len(spec.Scopes))
 	for _, s := range spec.Scopes {
-		prefix, err := compileTemplate(s.Prefix)
+		prefix, err := kvwatchimpl.CompileTemplate(s.Prefix)
 		if err != nil {
 			return nil, fmt.Errorf("kvwatch: bucket %s: scope %s: %w", spec.Bucket, s.Name, err)
 		}
 		cs := compiledScope{spec: s, prefix: prefix}
 		for _, t := range templates {
-			if !prefix.isPrefixOf(t) {
+			if !prefix.IsPrefixOf(t) {
 				continue
 			}
-			if len(t.tokens) == len(prefix.tokens) {
+			if t.Len() == prefix.Len() {
 				cs.exact = true
 			} else {
 				cs.deeper = true
@@ -61,15 +60,10 @@ func compileScopes(spec *kvwatchimpl.BucketSpec, templates []*Template) ([]compi
 	return out, nil
 }
 
-// isPrefixOf reports whether p's tokens are the first tokens of t: equal
-// literals, and parameters of the same name where t has parameters, as the
-// schema requires (keys.IsPrefix).
-func (p *Template) isPrefixOf(t *Template) bool { return keys.IsPrefix(p.tokens, t.tokens) }
-
 // filters returns the subject filters of one scope value, after checking
 // every parameter value. subjectPrefix is "$KV.<bucket>.".
 func (cs *compiledScope) filters(subjectPrefix string, params []string) ([]string, error) {
-	names := cs.prefix.params
+	names := cs.prefix.Params()
 	if len(params) != len(names) {
 		return nil, fmt.Errorf("kvwatch: scope %s: %d values for %d parameters", cs.spec.Name, len(params), len(names))
 	}
@@ -78,19 +72,7 @@ func (cs *compiledScope) filters(subjectPrefix string, params []string) ([]strin
 			return nil, &ScopeError{Scope: cs.spec.Name, Param: names[i], Value: v, Err: err}
 		}
 	}
-	var b strings.Builder
-	b.WriteString(subjectPrefix)
-	for i, tok := range cs.prefix.tokens {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		if tok.IsParam() {
-			b.WriteString(params[cs.prefix.index[i]])
-		} else {
-			b.WriteString(tok.Literal)
-		}
-	}
-	key := b.String()
+	key := subjectPrefix + cs.prefix.Format(params)
 	var out []string
 	if cs.exact {
 		out = append(out, key)

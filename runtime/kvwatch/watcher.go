@@ -46,7 +46,7 @@ type Watcher struct {
 	// watch goroutine starts, then only used there.
 	startStream jetstream.Stream
 	bindings    []AnyBinding
-	templates   []*Template // templates[i] belongs to bindings[i]
+	templates   []*kvwatchimpl.Template // templates[i] belongs to bindings[i]
 	scopes      []compiledScope
 	filters     []string // normalized; empty means watch nothing
 	// scopeKeys matches keys against the filters: the keys in scope.

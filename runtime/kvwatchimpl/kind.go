@@ -9,9 +9,15 @@ type Kind[K comparable, V any] struct {
 	// Bucket is the schema's name of the bucket the kind belongs to (the
 	// bucket watched and written may be named otherwise: kvwatch.WithBucket).
 	Bucket string
-	// Template is the key template, e.g. "vpc.{vpc}.route.{route_id}".
+	// Key is the compiled key template, e.g. "vpc.{vpc}.route.{route_id}",
+	// the one the kind's ParseKey splits keys with.
+	Key *Template
+	// Template is the key template as written, compiled when Key is nil.
+	//
+	// Deprecated: set by generated code of versions 2 and 3; version 4
+	// sets Key.
 	Template string
-	// ParseKey parses a key matching Template into K.
+	// ParseKey parses a key matching Key into K.
 	ParseKey func(string) (K, error)
 	// FormatKey formats K as a key; ParseKey(FormatKey(k)) == k for every
 	// valid key.
@@ -30,4 +36,13 @@ func (k *Kind[K, V]) Copy(v V) V {
 		return v
 	}
 	return k.Clone(v)
+}
+
+// KeyTemplate returns the kind's compiled key template: Key, or Template
+// compiled (for generated code older than version 4).
+func (k *Kind[K, V]) KeyTemplate() (*Template, error) {
+	if k.Key != nil {
+		return k.Key, nil
+	}
+	return CompileTemplate(k.Template)
 }

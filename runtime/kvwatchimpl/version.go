@@ -30,7 +30,10 @@ type RuntimeTooOld_UpgradeModule uint
 // Versions: 2 added the JSON codec's fast path (JSON.Fast, JSONReader),
 // which generated code of version 2 fills in. 3 moved what only generated
 // code uses from kvwatch to this package; code of version 2 still builds,
-// on the aliases kvwatch keeps for it (compat.go there), and runs.
+// on the aliases kvwatch keeps for it (compat.go there), and runs. 4
+// compiles each key template once, into the Kind (Kind.Key), and reads and
+// writes checkpoints by kind (kvwatch.EntriesOf, kvwatch.WithEntries);
+// code of versions 2 and 3 still builds and runs.
 const (
 	// GenVersion is the version of generated code this runtime was
 	// released with; the generator writes it into generated files (both

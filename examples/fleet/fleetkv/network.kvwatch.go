@@ -39,7 +39,7 @@ func ParseVPCConfigKey(key string) (VPCConfigKey, error) {
 
 // kvwNetworkVPCConfigTemplate is the compiled key template of VPCConfig
 // entries.
-var kvwNetworkVPCConfigTemplate = kvwatch.MustTemplate("vpc.{vpc}")
+var kvwNetworkVPCConfigTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}")
 
 // VPCConfigEvent is a change of a VPCConfig entry (see kvwatch.Event for
 // ordering and ownership).
@@ -51,7 +51,7 @@ type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 var kvwNetworkVPCConfigKind = kvwatchimpl.Kind[VPCConfigKey, VPCConfig]{
 	Name:      "VPCConfig",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}",
+	Key:       kvwNetworkVPCConfigTemplate,
 	ParseKey:  ParseVPCConfigKey,
 	FormatKey: VPCConfigKey.String,
 	Codec:     kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
@@ -87,7 +87,7 @@ func ParseRouteKey(key string) (RouteKey, error) {
 }
 
 // kvwNetworkRouteTemplate is the compiled key template of Route entries.
-var kvwNetworkRouteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
+var kvwNetworkRouteTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.route.{route_id}")
 
 // RouteEvent is a change of a Route entry (see kvwatch.Event for ordering and
 // ownership).
@@ -99,7 +99,7 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, Route]{
 	Name:      "Route",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}.route.{route_id}",
+	Key:       kvwNetworkRouteTemplate,
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
 	Codec:     kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
@@ -144,7 +144,7 @@ func ParseFirewallRuleKey(key string) (FirewallRuleKey, error) {
 
 // kvwNetworkFirewallRuleTemplate is the compiled key template of FirewallRule
 // entries.
-var kvwNetworkFirewallRuleTemplate = kvwatch.MustTemplate("vpc.{vpc}.firewall.{priority:uint}")
+var kvwNetworkFirewallRuleTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.firewall.{priority:uint}")
 
 // FirewallRuleEvent is a change of a FirewallRule entry (see kvwatch.Event
 // for ordering and ownership).
@@ -157,7 +157,7 @@ type FirewallRuleEvent = kvwatch.Event[FirewallRuleKey, FirewallRule]
 var kvwNetworkFirewallRuleKind = kvwatchimpl.Kind[FirewallRuleKey, FirewallRule]{
 	Name:      "FirewallRule",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}.firewall.{priority:uint}",
+	Key:       kvwNetworkFirewallRuleTemplate,
 	ParseKey:  ParseFirewallRuleKey,
 	FormatKey: FirewallRuleKey.String,
 	Codec:     kvwatchimpl.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
@@ -323,9 +323,9 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		VPCConfig:     cp.Kinds[0].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
-		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, Route]),
-		FirewallRule:  cp.Kinds[2].([]kvwatch.Entry[FirewallRuleKey, FirewallRule]),
+		VPCConfig:     kvwatch.EntriesOf(cp, &kvwNetworkVPCConfigKind),
+		Route:         kvwatch.EntriesOf(cp, &kvwNetworkRouteKind),
+		FirewallRule:  kvwatch.EntriesOf(cp, &kvwNetworkFirewallRuleKind),
 	}, nil
 }
 
@@ -334,12 +334,15 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.VPCConfig, cp.Route, cp.FirewallRule},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwNetworkVPCConfigKind, cp.VPCConfig)
+	kvwatch.WithEntries(&state, &kvwNetworkRouteKind, cp.Route)
+	kvwatch.WithEntries(&state, &kvwNetworkFirewallRuleKind, cp.FirewallRule)
+	return kvwatch.Resume(state)
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

@@ -39,7 +39,7 @@ func ParseTextKey(key string) (TextKey, error) {
 }
 
 // kvwBlobsTextTemplate is the compiled key template of Text entries.
-var kvwBlobsTextTemplate = kvwatch.MustTemplate("text.{id}")
+var kvwBlobsTextTemplate = kvwatchimpl.MustTemplate("text.{id}")
 
 // TextEvent is a change of a Text entry (see kvwatch.Event for ordering and
 // ownership).
@@ -49,7 +49,7 @@ type TextEvent = kvwatch.Event[TextKey, string]
 var kvwBlobsTextKind = kvwatchimpl.Kind[TextKey, string]{
 	Name:      "Text",
 	Bucket:    "blobs",
-	Template:  "text.{id}",
+	Key:       kvwBlobsTextTemplate,
 	ParseKey:  ParseTextKey,
 	FormatKey: TextKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -81,7 +81,7 @@ func ParseBlobKey(key string) (BlobKey, error) {
 }
 
 // kvwBlobsBlobTemplate is the compiled key template of Blob entries.
-var kvwBlobsBlobTemplate = kvwatch.MustTemplate("blob.{id}")
+var kvwBlobsBlobTemplate = kvwatchimpl.MustTemplate("blob.{id}")
 
 // BlobEvent is a change of a Blob entry (see kvwatch.Event for ordering and
 // ownership).
@@ -91,7 +91,7 @@ type BlobEvent = kvwatch.Event[BlobKey, []byte]
 var kvwBlobsBlobKind = kvwatchimpl.Kind[BlobKey, []byte]{
 	Name:      "Blob",
 	Bucket:    "blobs",
-	Template:  "blob.{id}",
+	Key:       kvwBlobsBlobTemplate,
 	ParseKey:  ParseBlobKey,
 	FormatKey: BlobKey.String,
 	Codec:     kvwatchimpl.Bytes{},
@@ -126,7 +126,7 @@ func ParsePrefixKey(key string) (PrefixKey, error) {
 }
 
 // kvwBlobsPrefixTemplate is the compiled key template of Prefix entries.
-var kvwBlobsPrefixTemplate = kvwatch.MustTemplate("prefix.{id}")
+var kvwBlobsPrefixTemplate = kvwatchimpl.MustTemplate("prefix.{id}")
 
 // PrefixEvent is a change of a Prefix entry (see kvwatch.Event for ordering
 // and ownership).
@@ -136,7 +136,7 @@ type PrefixEvent = kvwatch.Event[PrefixKey, netip.Prefix]
 var kvwBlobsPrefixKind = kvwatchimpl.Kind[PrefixKey, netip.Prefix]{
 	Name:      "Prefix",
 	Bucket:    "blobs",
-	Template:  "prefix.{id}",
+	Key:       kvwBlobsPrefixTemplate,
 	ParseKey:  ParsePrefixKey,
 	FormatKey: PrefixKey.String,
 	Codec:     kvwatchimpl.Text[netip.Prefix, *netip.Prefix]{},
@@ -169,7 +169,7 @@ func ParseStampKey(key string) (StampKey, error) {
 }
 
 // kvwBlobsStampTemplate is the compiled key template of Stamp entries.
-var kvwBlobsStampTemplate = kvwatch.MustTemplate("stamp.{id}")
+var kvwBlobsStampTemplate = kvwatchimpl.MustTemplate("stamp.{id}")
 
 // StampEvent is a change of a Stamp entry (see kvwatch.Event for ordering and
 // ownership).
@@ -179,7 +179,7 @@ type StampEvent = kvwatch.Event[StampKey, time.Time]
 var kvwBlobsStampKind = kvwatchimpl.Kind[StampKey, time.Time]{
 	Name:      "Stamp",
 	Bucket:    "blobs",
-	Template:  "stamp.{id}",
+	Key:       kvwBlobsStampTemplate,
 	ParseKey:  ParseStampKey,
 	FormatKey: StampKey.String,
 	Codec:     kvwatchimpl.Binary[time.Time, *time.Time]{},
@@ -211,7 +211,7 @@ func ParseAddrKey(key string) (AddrKey, error) {
 }
 
 // kvwBlobsAddrTemplate is the compiled key template of Addr entries.
-var kvwBlobsAddrTemplate = kvwatch.MustTemplate("addr.{id}")
+var kvwBlobsAddrTemplate = kvwatchimpl.MustTemplate("addr.{id}")
 
 // AddrEvent is a change of a Addr entry (see kvwatch.Event for ordering and
 // ownership).
@@ -221,7 +221,7 @@ type AddrEvent = kvwatch.Event[AddrKey, netip.Addr]
 var kvwBlobsAddrKind = kvwatchimpl.Kind[AddrKey, netip.Addr]{
 	Name:      "Addr",
 	Bucket:    "blobs",
-	Template:  "addr.{id}",
+	Key:       kvwBlobsAddrTemplate,
 	ParseKey:  ParseAddrKey,
 	FormatKey: AddrKey.String,
 	Codec:     kvwatchimpl.JSON[netip.Addr]{},
@@ -254,7 +254,7 @@ func ParseRawKey(key string) (RawKey, error) {
 }
 
 // kvwBlobsRawTemplate is the compiled key template of Raw entries.
-var kvwBlobsRawTemplate = kvwatch.MustTemplate("raw.{id}")
+var kvwBlobsRawTemplate = kvwatchimpl.MustTemplate("raw.{id}")
 
 // RawEvent is a change of a Raw entry (see kvwatch.Event for ordering and
 // ownership).
@@ -264,7 +264,7 @@ type RawEvent = kvwatch.Event[RawKey, json.RawMessage]
 var kvwBlobsRawKind = kvwatchimpl.Kind[RawKey, json.RawMessage]{
 	Name:      "Raw",
 	Bucket:    "blobs",
-	Template:  "raw.{id}",
+	Key:       kvwBlobsRawTemplate,
 	ParseKey:  ParseRawKey,
 	FormatKey: RawKey.String,
 	Codec:     kvwatchimpl.JSON[json.RawMessage]{},
@@ -458,12 +458,12 @@ func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Text:          cp.Kinds[0].([]kvwatch.Entry[TextKey, string]),
-		Blob:          cp.Kinds[1].([]kvwatch.Entry[BlobKey, []byte]),
-		Prefix:        cp.Kinds[2].([]kvwatch.Entry[PrefixKey, netip.Prefix]),
-		Stamp:         cp.Kinds[3].([]kvwatch.Entry[StampKey, time.Time]),
-		Addr:          cp.Kinds[4].([]kvwatch.Entry[AddrKey, netip.Addr]),
-		Raw:           cp.Kinds[5].([]kvwatch.Entry[RawKey, json.RawMessage]),
+		Text:          kvwatch.EntriesOf(cp, &kvwBlobsTextKind),
+		Blob:          kvwatch.EntriesOf(cp, &kvwBlobsBlobKind),
+		Prefix:        kvwatch.EntriesOf(cp, &kvwBlobsPrefixKind),
+		Stamp:         kvwatch.EntriesOf(cp, &kvwBlobsStampKind),
+		Addr:          kvwatch.EntriesOf(cp, &kvwBlobsAddrKind),
+		Raw:           kvwatch.EntriesOf(cp, &kvwBlobsRawKind),
 	}, nil
 }
 
@@ -472,12 +472,18 @@ func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp BlobsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Text, cp.Blob, cp.Prefix, cp.Stamp, cp.Addr, cp.Raw},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwBlobsTextKind, cp.Text)
+	kvwatch.WithEntries(&state, &kvwBlobsBlobKind, cp.Blob)
+	kvwatch.WithEntries(&state, &kvwBlobsPrefixKind, cp.Prefix)
+	kvwatch.WithEntries(&state, &kvwBlobsStampKind, cp.Stamp)
+	kvwatch.WithEntries(&state, &kvwBlobsAddrKind, cp.Addr)
+	kvwatch.WithEntries(&state, &kvwBlobsRawKind, cp.Raw)
+	return kvwatch.Resume(state)
 }
 
 // BlobsBucket reads and writes single entries of bucket blobs with typed keys

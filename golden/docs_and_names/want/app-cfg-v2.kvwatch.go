@@ -38,7 +38,7 @@ func ParseFeatureKey(key string) (FeatureKey, error) {
 
 // kvwAppConfigFeatureTemplate is the compiled key template of Feature
 // entries.
-var kvwAppConfigFeatureTemplate = kvwatch.MustTemplate("feature.{flag}")
+var kvwAppConfigFeatureTemplate = kvwatchimpl.MustTemplate("feature.{flag}")
 
 // FeatureEvent is a change of a Feature entry (see kvwatch.Event for ordering
 // and ownership).
@@ -52,7 +52,7 @@ type FeatureEvent = kvwatch.Event[FeatureKey, Feature]
 var kvwAppConfigFeatureKind = kvwatchimpl.Kind[FeatureKey, Feature]{
 	Name:      "Feature",
 	Bucket:    "app_cfg_v2",
-	Template:  "feature.{flag}",
+	Key:       kvwAppConfigFeatureTemplate,
 	ParseKey:  ParseFeatureKey,
 	FormatKey: FeatureKey.String,
 	Codec:     kvwatchimpl.JSON[Feature]{Fast: kvwDecodeFeature},
@@ -182,7 +182,7 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Feature:       cp.Kinds[0].([]kvwatch.Entry[FeatureKey, Feature]),
+		Feature:       kvwatch.EntriesOf(cp, &kvwAppConfigFeatureKind),
 	}, nil
 }
 
@@ -191,12 +191,13 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp AppConfigCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Feature},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwAppConfigFeatureKind, cp.Feature)
+	return kvwatch.Resume(state)
 }
 
 // AppConfigBucket reads and writes single entries of bucket app_cfg_v2 with

@@ -38,7 +38,7 @@ func ParseHostKey(key string) (HostKey, error) {
 }
 
 // kvwHostsHostTemplate is the compiled key template of Host entries.
-var kvwHostsHostTemplate = kvwatch.MustTemplate("host.{name}")
+var kvwHostsHostTemplate = kvwatchimpl.MustTemplate("host.{name}")
 
 // HostEvent is a change of a Host entry (see kvwatch.Event for ordering and
 // ownership).
@@ -48,7 +48,7 @@ type HostEvent = kvwatch.Event[HostKey, Host]
 var kvwHostsHostKind = kvwatchimpl.Kind[HostKey, Host]{
 	Name:      "Host",
 	Bucket:    "hosts",
-	Template:  "host.{name}",
+	Key:       kvwHostsHostTemplate,
 	ParseKey:  ParseHostKey,
 	FormatKey: HostKey.String,
 	Codec:     kvwatchimpl.JSON[Host]{Fast: kvwDecodeHost},
@@ -82,7 +82,7 @@ func ParseAddressKey(key string) (AddressKey, error) {
 }
 
 // kvwHostsAddressTemplate is the compiled key template of Address entries.
-var kvwHostsAddressTemplate = kvwatch.MustTemplate("host.{name}.addr")
+var kvwHostsAddressTemplate = kvwatchimpl.MustTemplate("host.{name}.addr")
 
 // AddressEvent is a change of a Address entry (see kvwatch.Event for ordering
 // and ownership).
@@ -92,7 +92,7 @@ type AddressEvent = kvwatch.Event[AddressKey, netip.Addr]
 var kvwHostsAddressKind = kvwatchimpl.Kind[AddressKey, netip.Addr]{
 	Name:      "Address",
 	Bucket:    "hosts",
-	Template:  "host.{name}.addr",
+	Key:       kvwHostsAddressTemplate,
 	ParseKey:  ParseAddressKey,
 	FormatKey: AddressKey.String,
 	Codec:     kvwatchimpl.JSON[netip.Addr]{},
@@ -125,7 +125,7 @@ func ParseLinkKey(key string) (LinkKey, error) {
 }
 
 // kvwHostsLinkTemplate is the compiled key template of Link entries.
-var kvwHostsLinkTemplate = kvwatch.MustTemplate("host.{name}.link")
+var kvwHostsLinkTemplate = kvwatchimpl.MustTemplate("host.{name}.link")
 
 // LinkEvent is a change of a Link entry (see kvwatch.Event for ordering and
 // ownership).
@@ -135,7 +135,7 @@ type LinkEvent = kvwatch.Event[LinkKey, url.URL]
 var kvwHostsLinkKind = kvwatchimpl.Kind[LinkKey, url.URL]{
 	Name:      "Link",
 	Bucket:    "hosts",
-	Template:  "host.{name}.link",
+	Key:       kvwHostsLinkTemplate,
 	ParseKey:  ParseLinkKey,
 	FormatKey: LinkKey.String,
 	Codec:     kvwatchimpl.JSON[url.URL]{},
@@ -287,9 +287,9 @@ func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Host:          cp.Kinds[0].([]kvwatch.Entry[HostKey, Host]),
-		Address:       cp.Kinds[1].([]kvwatch.Entry[AddressKey, netip.Addr]),
-		Link:          cp.Kinds[2].([]kvwatch.Entry[LinkKey, url.URL]),
+		Host:          kvwatch.EntriesOf(cp, &kvwHostsHostKind),
+		Address:       kvwatch.EntriesOf(cp, &kvwHostsAddressKind),
+		Link:          kvwatch.EntriesOf(cp, &kvwHostsLinkKind),
 	}, nil
 }
 
@@ -298,12 +298,15 @@ func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp HostsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Host, cp.Address, cp.Link},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwHostsHostKind, cp.Host)
+	kvwatch.WithEntries(&state, &kvwHostsAddressKind, cp.Address)
+	kvwatch.WithEntries(&state, &kvwHostsLinkKind, cp.Link)
+	return kvwatch.Resume(state)
 }
 
 // HostsBucket reads and writes single entries of bucket hosts with typed keys

@@ -36,7 +36,7 @@ func ParseItemKey(key string) (ItemKey, error) {
 }
 
 // kvwDashItemTemplate is the compiled key template of Item entries.
-var kvwDashItemTemplate = kvwatch.MustTemplate("item.{id}")
+var kvwDashItemTemplate = kvwatchimpl.MustTemplate("item.{id}")
 
 // ItemEvent is a change of a Item entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type ItemEvent = kvwatch.Event[ItemKey, string]
 var kvwDashItemKind = kvwatchimpl.Kind[ItemKey, string]{
 	Name:      "Item",
 	Bucket:    "-dash",
-	Template:  "item.{id}",
+	Key:       kvwDashItemTemplate,
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -170,7 +170,7 @@ func (w *DashWatcher) Checkpoint() (DashCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, string]),
+		Item:          kvwatch.EntriesOf(cp, &kvwDashItemKind),
 	}, nil
 }
 
@@ -179,12 +179,13 @@ func (w *DashWatcher) Checkpoint() (DashCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp DashCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Item},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwDashItemKind, cp.Item)
+	return kvwatch.Resume(state)
 }
 
 // DashBucket reads and writes single entries of bucket -dash with typed keys

@@ -36,7 +36,7 @@ func ParseEdgeKey(key string) (EdgeKey, error) {
 }
 
 // kvwEdgeWindowsEdgeTemplate is the compiled key template of Edge entries.
-var kvwEdgeWindowsEdgeTemplate = kvwatch.MustTemplate("edge.{id}")
+var kvwEdgeWindowsEdgeTemplate = kvwatchimpl.MustTemplate("edge.{id}")
 
 // EdgeEvent is a change of a Edge entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type EdgeEvent = kvwatch.Event[EdgeKey, string]
 var kvwEdgeWindowsEdgeKind = kvwatchimpl.Kind[EdgeKey, string]{
 	Name:      "Edge",
 	Bucket:    "edge_windows",
-	Template:  "edge.{id}",
+	Key:       kvwEdgeWindowsEdgeTemplate,
 	ParseKey:  ParseEdgeKey,
 	FormatKey: EdgeKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -171,7 +171,7 @@ func (w *EdgeWindowsWatcher) Checkpoint() (EdgeWindowsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Edge:          cp.Kinds[0].([]kvwatch.Entry[EdgeKey, string]),
+		Edge:          kvwatch.EntriesOf(cp, &kvwEdgeWindowsEdgeKind),
 	}, nil
 }
 
@@ -180,12 +180,13 @@ func (w *EdgeWindowsWatcher) Checkpoint() (EdgeWindowsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp EdgeWindowsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Edge},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwEdgeWindowsEdgeKind, cp.Edge)
+	return kvwatch.Resume(state)
 }
 
 // EdgeWindowsBucket reads and writes single entries of bucket edge_windows

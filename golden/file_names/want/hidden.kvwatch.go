@@ -36,7 +36,7 @@ func ParseSecretKey(key string) (SecretKey, error) {
 }
 
 // kvwHiddenSecretTemplate is the compiled key template of Secret entries.
-var kvwHiddenSecretTemplate = kvwatch.MustTemplate("secret.{id}")
+var kvwHiddenSecretTemplate = kvwatchimpl.MustTemplate("secret.{id}")
 
 // SecretEvent is a change of a Secret entry (see kvwatch.Event for ordering
 // and ownership).
@@ -46,7 +46,7 @@ type SecretEvent = kvwatch.Event[SecretKey, string]
 var kvwHiddenSecretKind = kvwatchimpl.Kind[SecretKey, string]{
 	Name:      "Secret",
 	Bucket:    "_hidden",
-	Template:  "secret.{id}",
+	Key:       kvwHiddenSecretTemplate,
 	ParseKey:  ParseSecretKey,
 	FormatKey: SecretKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -171,7 +171,7 @@ func (w *HiddenWatcher) Checkpoint() (HiddenCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Secret:        cp.Kinds[0].([]kvwatch.Entry[SecretKey, string]),
+		Secret:        kvwatch.EntriesOf(cp, &kvwHiddenSecretKind),
 	}, nil
 }
 
@@ -180,12 +180,13 @@ func (w *HiddenWatcher) Checkpoint() (HiddenCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp HiddenCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Secret},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwHiddenSecretKind, cp.Secret)
+	return kvwatch.Resume(state)
 }
 
 // HiddenBucket reads and writes single entries of bucket _hidden with typed

@@ -36,7 +36,7 @@ func ParseXKey(key string) (XKey, error) {
 }
 
 // kvwXAmd64XTemplate is the compiled key template of X entries.
-var kvwXAmd64XTemplate = kvwatch.MustTemplate("x.{id}")
+var kvwXAmd64XTemplate = kvwatchimpl.MustTemplate("x.{id}")
 
 // XEvent is a change of a X entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type XEvent = kvwatch.Event[XKey, string]
 var kvwXAmd64XKind = kvwatchimpl.Kind[XKey, string]{
 	Name:      "X",
 	Bucket:    "x_amd64",
-	Template:  "x.{id}",
+	Key:       kvwXAmd64XTemplate,
 	ParseKey:  ParseXKey,
 	FormatKey: XKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -170,7 +170,7 @@ func (w *XAmd64Watcher) Checkpoint() (XAmd64Checkpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		X:             cp.Kinds[0].([]kvwatch.Entry[XKey, string]),
+		X:             kvwatch.EntriesOf(cp, &kvwXAmd64XKind),
 	}, nil
 }
 
@@ -179,12 +179,13 @@ func (w *XAmd64Watcher) Checkpoint() (XAmd64Checkpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp XAmd64Checkpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.X},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwXAmd64XKind, cp.X)
+	return kvwatch.Resume(state)
 }
 
 // XAmd64Bucket reads and writes single entries of bucket x_amd64 with typed

@@ -36,7 +36,7 @@ func ParseYKey(key string) (YKey, error) {
 }
 
 // kvwYLinuxARM64YTemplate is the compiled key template of Y entries.
-var kvwYLinuxARM64YTemplate = kvwatch.MustTemplate("y.{id}")
+var kvwYLinuxARM64YTemplate = kvwatchimpl.MustTemplate("y.{id}")
 
 // YEvent is a change of a Y entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type YEvent = kvwatch.Event[YKey, string]
 var kvwYLinuxARM64YKind = kvwatchimpl.Kind[YKey, string]{
 	Name:      "Y",
 	Bucket:    "Y_Linux_ARM64",
-	Template:  "y.{id}",
+	Key:       kvwYLinuxARM64YTemplate,
 	ParseKey:  ParseYKey,
 	FormatKey: YKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -171,7 +171,7 @@ func (w *YLinuxARM64Watcher) Checkpoint() (YLinuxARM64Checkpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Y:             cp.Kinds[0].([]kvwatch.Entry[YKey, string]),
+		Y:             kvwatch.EntriesOf(cp, &kvwYLinuxARM64YKind),
 	}, nil
 }
 
@@ -180,12 +180,13 @@ func (w *YLinuxARM64Watcher) Checkpoint() (YLinuxARM64Checkpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp YLinuxARM64Checkpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Y},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwYLinuxARM64YKind, cp.Y)
+	return kvwatch.Resume(state)
 }
 
 // YLinuxARM64Bucket reads and writes single entries of bucket Y_Linux_ARM64

@@ -39,7 +39,7 @@ func ParseRouteKey(key string) (RouteKey, error) {
 }
 
 // kvwNetworkRouteTemplate is the compiled key template of Route entries.
-var kvwNetworkRouteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
+var kvwNetworkRouteTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.route.{route_id}")
 
 // RouteEvent is a change of a Route entry (see kvwatch.Event for ordering and
 // ownership).
@@ -51,7 +51,7 @@ type RouteEvent = kvwatch.Event[RouteKey, Route]
 var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, Route]{
 	Name:      "Route",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}.route.{route_id}",
+	Key:       kvwNetworkRouteTemplate,
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
 	Codec:     kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
@@ -86,7 +86,7 @@ func ParseVPCConfigKey(key string) (VPCConfigKey, error) {
 
 // kvwNetworkVPCConfigTemplate is the compiled key template of VPCConfig
 // entries.
-var kvwNetworkVPCConfigTemplate = kvwatch.MustTemplate("vpc.{vpc}")
+var kvwNetworkVPCConfigTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}")
 
 // VPCConfigEvent is a change of a VPCConfig entry (see kvwatch.Event for
 // ordering and ownership).
@@ -96,7 +96,7 @@ type VPCConfigEvent = kvwatch.Event[VPCConfigKey, VPCConfig]
 var kvwNetworkVPCConfigKind = kvwatchimpl.Kind[VPCConfigKey, VPCConfig]{
 	Name:      "VPCConfig",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}",
+	Key:       kvwNetworkVPCConfigTemplate,
 	ParseKey:  ParseVPCConfigKey,
 	FormatKey: VPCConfigKey.String,
 	Codec:     kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
@@ -248,8 +248,8 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Route:         cp.Kinds[0].([]kvwatch.Entry[RouteKey, Route]),
-		VPCConfig:     cp.Kinds[1].([]kvwatch.Entry[VPCConfigKey, VPCConfig]),
+		Route:         kvwatch.EntriesOf(cp, &kvwNetworkRouteKind),
+		VPCConfig:     kvwatch.EntriesOf(cp, &kvwNetworkVPCConfigKind),
 	}, nil
 }
 
@@ -258,12 +258,14 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Route, cp.VPCConfig},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwNetworkRouteKind, cp.Route)
+	kvwatch.WithEntries(&state, &kvwNetworkVPCConfigKind, cp.VPCConfig)
+	return kvwatch.Resume(state)
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

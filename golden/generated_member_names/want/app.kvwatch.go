@@ -36,7 +36,7 @@ func ParseStrKey(key string) (StrKey, error) {
 }
 
 // kvwAppStrTemplate is the compiled key template of Str entries.
-var kvwAppStrTemplate = kvwatch.MustTemplate("str.{string}")
+var kvwAppStrTemplate = kvwatchimpl.MustTemplate("str.{string}")
 
 // StrEvent is a change of a Str entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type StrEvent = kvwatch.Event[StrKey, string]
 var kvwAppStrKind = kvwatchimpl.Kind[StrKey, string]{
 	Name:      "Str",
 	Bucket:    "app",
-	Template:  "str.{string}",
+	Key:       kvwAppStrTemplate,
 	ParseKey:  ParseStrKey,
 	FormatKey: StrKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -78,7 +78,7 @@ func ParseSyncedKey(key string) (SyncedKey, error) {
 }
 
 // kvwAppSyncedTemplate is the compiled key template of Synced entries.
-var kvwAppSyncedTemplate = kvwatch.MustTemplate("synced.{id}")
+var kvwAppSyncedTemplate = kvwatchimpl.MustTemplate("synced.{id}")
 
 // SyncedEvent is a change of a Synced entry (see kvwatch.Event for ordering
 // and ownership).
@@ -88,7 +88,7 @@ type SyncedEvent = kvwatch.Event[SyncedKey, string]
 var kvwAppSyncedKind = kvwatchimpl.Kind[SyncedKey, string]{
 	Name:      "Synced",
 	Bucket:    "app",
-	Template:  "synced.{id}",
+	Key:       kvwAppSyncedTemplate,
 	ParseKey:  ParseSyncedKey,
 	FormatKey: SyncedKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -120,7 +120,7 @@ func ParseErrorKey(key string) (ErrorKey, error) {
 }
 
 // kvwAppErrorTemplate is the compiled key template of Error entries.
-var kvwAppErrorTemplate = kvwatch.MustTemplate("error.{id}")
+var kvwAppErrorTemplate = kvwatchimpl.MustTemplate("error.{id}")
 
 // ErrorEvent is a change of a Error entry (see kvwatch.Event for ordering and
 // ownership).
@@ -130,7 +130,7 @@ type ErrorEvent = kvwatch.Event[ErrorKey, string]
 var kvwAppErrorKind = kvwatchimpl.Kind[ErrorKey, string]{
 	Name:      "Error",
 	Bucket:    "app",
-	Template:  "error.{id}",
+	Key:       kvwAppErrorTemplate,
 	ParseKey:  ParseErrorKey,
 	FormatKey: ErrorKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -162,7 +162,7 @@ func ParseRevisionKey(key string) (RevisionKey, error) {
 }
 
 // kvwAppRevisionTemplate is the compiled key template of Revision entries.
-var kvwAppRevisionTemplate = kvwatch.MustTemplate("revision.{id}")
+var kvwAppRevisionTemplate = kvwatchimpl.MustTemplate("revision.{id}")
 
 // RevisionEvent is a change of a Revision entry (see kvwatch.Event for
 // ordering and ownership).
@@ -172,7 +172,7 @@ type RevisionEvent = kvwatch.Event[RevisionKey, string]
 var kvwAppRevisionKind = kvwatchimpl.Kind[RevisionKey, string]{
 	Name:      "Revision",
 	Bucket:    "app",
-	Template:  "revision.{id}",
+	Key:       kvwAppRevisionTemplate,
 	ParseKey:  ParseRevisionKey,
 	FormatKey: RevisionKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -350,10 +350,10 @@ func (w *AppWatcher) Checkpoint() (AppCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Str:           cp.Kinds[0].([]kvwatch.Entry[StrKey, string]),
-		Synced:        cp.Kinds[1].([]kvwatch.Entry[SyncedKey, string]),
-		Error:         cp.Kinds[2].([]kvwatch.Entry[ErrorKey, string]),
-		Revision_:     cp.Kinds[3].([]kvwatch.Entry[RevisionKey, string]),
+		Str:           kvwatch.EntriesOf(cp, &kvwAppStrKind),
+		Synced:        kvwatch.EntriesOf(cp, &kvwAppSyncedKind),
+		Error:         kvwatch.EntriesOf(cp, &kvwAppErrorKind),
+		Revision_:     kvwatch.EntriesOf(cp, &kvwAppRevisionKind),
 	}, nil
 }
 
@@ -362,12 +362,16 @@ func (w *AppWatcher) Checkpoint() (AppCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp AppCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Str, cp.Synced, cp.Error, cp.Revision_},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwAppStrKind, cp.Str)
+	kvwatch.WithEntries(&state, &kvwAppSyncedKind, cp.Synced)
+	kvwatch.WithEntries(&state, &kvwAppErrorKind, cp.Error)
+	kvwatch.WithEntries(&state, &kvwAppRevisionKind, cp.Revision_)
+	return kvwatch.Resume(state)
 }
 
 // AppBucket reads and writes single entries of bucket app with typed keys and

@@ -42,7 +42,7 @@ func ParseVsKey(key string) (VsKey, error) {
 }
 
 // kvwThingsVsTemplate is the compiled key template of Vs entries.
-var kvwThingsVsTemplate = kvwatch.MustTemplate("v.{id}")
+var kvwThingsVsTemplate = kvwatchimpl.MustTemplate("v.{id}")
 
 // VsEvent is a change of a Vs entry (see kvwatch.Event for ordering and
 // ownership).
@@ -52,7 +52,7 @@ type VsEvent = kvwatch.Event[VsKey, []vpkg2.T]
 var kvwThingsVsKind = kvwatchimpl.Kind[VsKey, []vpkg2.T]{
 	Name:      "Vs",
 	Bucket:    "things",
-	Template:  "v.{id}",
+	Key:       kvwThingsVsTemplate,
 	ParseKey:  ParseVsKey,
 	FormatKey: VsKey.String,
 	Codec: kvwatchimpl.JSON[[]vpkg2.T]{Fast: func(r *kvwatchimpl.JSONReader, p *[]vpkg2.T) {
@@ -91,7 +91,7 @@ func ParseCPKey(key string) (CPKey, error) {
 }
 
 // kvwThingsCPTemplate is the compiled key template of CP entries.
-var kvwThingsCPTemplate = kvwatch.MustTemplate("cp.{id}")
+var kvwThingsCPTemplate = kvwatchimpl.MustTemplate("cp.{id}")
 
 // CPEvent is a change of a CP entry (see kvwatch.Event for ordering and
 // ownership).
@@ -101,7 +101,7 @@ type CPEvent = kvwatch.Event[CPKey, cppkg.T]
 var kvwThingsCPKind = kvwatchimpl.Kind[CPKey, cppkg.T]{
 	Name:      "CP",
 	Bucket:    "things",
-	Template:  "cp.{id}",
+	Key:       kvwThingsCPTemplate,
 	ParseKey:  ParseCPKey,
 	FormatKey: CPKey.String,
 	Codec:     kvwatchimpl.JSON[cppkg.T]{},
@@ -134,7 +134,7 @@ func ParseErrKey(key string) (ErrKey, error) {
 }
 
 // kvwThingsErrTemplate is the compiled key template of Err entries.
-var kvwThingsErrTemplate = kvwatch.MustTemplate("err.{id}")
+var kvwThingsErrTemplate = kvwatchimpl.MustTemplate("err.{id}")
 
 // ErrEvent is a change of a Err entry (see kvwatch.Event for ordering and
 // ownership).
@@ -144,7 +144,7 @@ type ErrEvent = kvwatch.Event[ErrKey, map[string]errpkg.T]
 var kvwThingsErrKind = kvwatchimpl.Kind[ErrKey, map[string]errpkg.T]{
 	Name:      "Err",
 	Bucket:    "things",
-	Template:  "err.{id}",
+	Key:       kvwThingsErrTemplate,
 	ParseKey:  ParseErrKey,
 	FormatKey: ErrKey.String,
 	Codec: kvwatchimpl.JSON[map[string]errpkg.T]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string]errpkg.T) {
@@ -183,7 +183,7 @@ func ParseWKey(key string) (WKey, error) {
 }
 
 // kvwThingsWTemplate is the compiled key template of W entries.
-var kvwThingsWTemplate = kvwatch.MustTemplate("w.{id}")
+var kvwThingsWTemplate = kvwatchimpl.MustTemplate("w.{id}")
 
 // WEvent is a change of a W entry (see kvwatch.Event for ordering and
 // ownership).
@@ -193,7 +193,7 @@ type WEvent = kvwatch.Event[WKey, wpkg.T]
 var kvwThingsWKind = kvwatchimpl.Kind[WKey, wpkg.T]{
 	Name:      "W",
 	Bucket:    "things",
-	Template:  "w.{id}",
+	Key:       kvwThingsWTemplate,
 	ParseKey:  ParseWKey,
 	FormatKey: WKey.String,
 	Codec:     kvwatchimpl.JSON[wpkg.T]{},
@@ -226,7 +226,7 @@ func ParseAnyKey(key string) (AnyKey, error) {
 }
 
 // kvwThingsAnyTemplate is the compiled key template of Any entries.
-var kvwThingsAnyTemplate = kvwatch.MustTemplate("any.{id}")
+var kvwThingsAnyTemplate = kvwatchimpl.MustTemplate("any.{id}")
 
 // AnyEvent is a change of a Any entry (see kvwatch.Event for ordering and
 // ownership).
@@ -236,7 +236,7 @@ type AnyEvent = kvwatch.Event[AnyKey, anypkg.T]
 var kvwThingsAnyKind = kvwatchimpl.Kind[AnyKey, anypkg.T]{
 	Name:      "Any",
 	Bucket:    "things",
-	Template:  "any.{id}",
+	Key:       kvwThingsAnyTemplate,
 	ParseKey:  ParseAnyKey,
 	FormatKey: AnyKey.String,
 	Codec:     kvwatchimpl.JSON[anypkg.T]{},
@@ -269,7 +269,7 @@ func ParseKeyKey(key string) (KeyKey, error) {
 }
 
 // kvwThingsKeyTemplate is the compiled key template of Key entries.
-var kvwThingsKeyTemplate = kvwatch.MustTemplate("key.{id}")
+var kvwThingsKeyTemplate = kvwatchimpl.MustTemplate("key.{id}")
 
 // KeyEvent is a change of a Key entry (see kvwatch.Event for ordering and
 // ownership).
@@ -279,7 +279,7 @@ type KeyEvent = kvwatch.Event[KeyKey, keypkg2.T]
 var kvwThingsKeyKind = kvwatchimpl.Kind[KeyKey, keypkg2.T]{
 	Name:      "Key",
 	Bucket:    "things",
-	Template:  "key.{id}",
+	Key:       kvwThingsKeyTemplate,
 	ParseKey:  ParseKeyKey,
 	FormatKey: KeyKey.String,
 	Codec:     kvwatchimpl.JSON[keypkg2.T]{},
@@ -312,7 +312,7 @@ func ParseHolderKey(key string) (HolderKey, error) {
 }
 
 // kvwThingsHolderTemplate is the compiled key template of Holder entries.
-var kvwThingsHolderTemplate = kvwatch.MustTemplate("holder.{id}")
+var kvwThingsHolderTemplate = kvwatchimpl.MustTemplate("holder.{id}")
 
 // HolderEvent is a change of a Holder entry (see kvwatch.Event for ordering
 // and ownership).
@@ -322,7 +322,7 @@ type HolderEvent = kvwatch.Event[HolderKey, Holder]
 var kvwThingsHolderKind = kvwatchimpl.Kind[HolderKey, Holder]{
 	Name:      "Holder",
 	Bucket:    "things",
-	Template:  "holder.{id}",
+	Key:       kvwThingsHolderTemplate,
 	ParseKey:  ParseHolderKey,
 	FormatKey: HolderKey.String,
 	Codec:     kvwatchimpl.JSON[Holder]{Fast: kvwDecodeHolder},
@@ -526,13 +526,13 @@ func (w *ThingsWatcher) Checkpoint() (ThingsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Vs:            cp.Kinds[0].([]kvwatch.Entry[VsKey, []vpkg2.T]),
-		CP:            cp.Kinds[1].([]kvwatch.Entry[CPKey, cppkg.T]),
-		Err:           cp.Kinds[2].([]kvwatch.Entry[ErrKey, map[string]errpkg.T]),
-		W:             cp.Kinds[3].([]kvwatch.Entry[WKey, wpkg.T]),
-		Any:           cp.Kinds[4].([]kvwatch.Entry[AnyKey, anypkg.T]),
-		Key:           cp.Kinds[5].([]kvwatch.Entry[KeyKey, keypkg2.T]),
-		Holder:        cp.Kinds[6].([]kvwatch.Entry[HolderKey, Holder]),
+		Vs:            kvwatch.EntriesOf(cp, &kvwThingsVsKind),
+		CP:            kvwatch.EntriesOf(cp, &kvwThingsCPKind),
+		Err:           kvwatch.EntriesOf(cp, &kvwThingsErrKind),
+		W:             kvwatch.EntriesOf(cp, &kvwThingsWKind),
+		Any:           kvwatch.EntriesOf(cp, &kvwThingsAnyKind),
+		Key:           kvwatch.EntriesOf(cp, &kvwThingsKeyKind),
+		Holder:        kvwatch.EntriesOf(cp, &kvwThingsHolderKind),
 	}, nil
 }
 
@@ -541,12 +541,19 @@ func (w *ThingsWatcher) Checkpoint() (ThingsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ThingsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Vs, cp.CP, cp.Err, cp.W, cp.Any, cp.Key, cp.Holder},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwThingsVsKind, cp.Vs)
+	kvwatch.WithEntries(&state, &kvwThingsCPKind, cp.CP)
+	kvwatch.WithEntries(&state, &kvwThingsErrKind, cp.Err)
+	kvwatch.WithEntries(&state, &kvwThingsWKind, cp.W)
+	kvwatch.WithEntries(&state, &kvwThingsAnyKind, cp.Any)
+	kvwatch.WithEntries(&state, &kvwThingsKeyKind, cp.Key)
+	kvwatch.WithEntries(&state, &kvwThingsHolderKind, cp.Holder)
+	return kvwatch.Resume(state)
 }
 
 // ThingsBucket reads and writes single entries of bucket things with typed

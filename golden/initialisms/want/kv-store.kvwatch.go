@@ -39,7 +39,7 @@ func ParseAPIKeyKey(key string) (APIKeyKey, error) {
 }
 
 // kvwKVStoreAPIKeyTemplate is the compiled key template of APIKey entries.
-var kvwKVStoreAPIKeyTemplate = kvwatch.MustTemplate("user.{user_id}.api.{api_key_id}")
+var kvwKVStoreAPIKeyTemplate = kvwatchimpl.MustTemplate("user.{user_id}.api.{api_key_id}")
 
 // APIKeyEvent is a change of a APIKey entry (see kvwatch.Event for ordering
 // and ownership).
@@ -49,7 +49,7 @@ type APIKeyEvent = kvwatch.Event[APIKeyKey, APIKey]
 var kvwKVStoreAPIKeyKind = kvwatchimpl.Kind[APIKeyKey, APIKey]{
 	Name:      "APIKey",
 	Bucket:    "kv-store",
-	Template:  "user.{user_id}.api.{api_key_id}",
+	Key:       kvwKVStoreAPIKeyTemplate,
 	ParseKey:  ParseAPIKeyKey,
 	FormatKey: APIKeyKey.String,
 	Codec:     kvwatchimpl.JSON[APIKey]{Fast: kvwDecodeAPIKey},
@@ -187,7 +187,7 @@ func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		APIKey:        cp.Kinds[0].([]kvwatch.Entry[APIKeyKey, APIKey]),
+		APIKey:        kvwatch.EntriesOf(cp, &kvwKVStoreAPIKeyKind),
 	}, nil
 }
 
@@ -196,12 +196,13 @@ func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp KVStoreCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.APIKey},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwKVStoreAPIKeyKind, cp.APIKey)
+	return kvwatch.Resume(state)
 }
 
 // KVStoreBucket reads and writes single entries of bucket kv-store with typed

@@ -56,7 +56,7 @@ func ParseSampleKey(key string) (SampleKey, error) {
 }
 
 // kvwMetricsSampleTemplate is the compiled key template of Sample entries.
-var kvwMetricsSampleTemplate = kvwatch.MustTemplate("tenant.{tenant:uint}.day.{day:int}.host.{host}.sample")
+var kvwMetricsSampleTemplate = kvwatchimpl.MustTemplate("tenant.{tenant:uint}.day.{day:int}.host.{host}.sample")
 
 // SampleEvent is a change of a Sample entry (see kvwatch.Event for ordering
 // and ownership).
@@ -66,7 +66,7 @@ type SampleEvent = kvwatch.Event[SampleKey, float64]
 var kvwMetricsSampleKind = kvwatchimpl.Kind[SampleKey, float64]{
 	Name:      "Sample",
 	Bucket:    "metrics",
-	Template:  "tenant.{tenant:uint}.day.{day:int}.host.{host}.sample",
+	Key:       kvwMetricsSampleTemplate,
 	ParseKey:  ParseSampleKey,
 	FormatKey: SampleKey.String,
 	Codec:     kvwatchimpl.JSON[float64]{Fast: (*kvwatchimpl.JSONReader).ReadFloat64},
@@ -243,7 +243,7 @@ func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Sample:        cp.Kinds[0].([]kvwatch.Entry[SampleKey, float64]),
+		Sample:        kvwatch.EntriesOf(cp, &kvwMetricsSampleKind),
 	}, nil
 }
 
@@ -252,12 +252,13 @@ func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp MetricsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Sample},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwMetricsSampleKind, cp.Sample)
+	return kvwatch.Resume(state)
 }
 
 // MetricsBucket reads and writes single entries of bucket metrics with typed

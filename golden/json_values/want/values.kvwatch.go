@@ -38,7 +38,7 @@ func ParseEverythingKey(key string) (EverythingKey, error) {
 
 // kvwValuesEverythingTemplate is the compiled key template of Everything
 // entries.
-var kvwValuesEverythingTemplate = kvwatch.MustTemplate("all.{id}")
+var kvwValuesEverythingTemplate = kvwatchimpl.MustTemplate("all.{id}")
 
 // EverythingEvent is a change of a Everything entry (see kvwatch.Event for
 // ordering and ownership).
@@ -48,7 +48,7 @@ type EverythingEvent = kvwatch.Event[EverythingKey, Everything]
 var kvwValuesEverythingKind = kvwatchimpl.Kind[EverythingKey, Everything]{
 	Name:      "Everything",
 	Bucket:    "values",
-	Template:  "all.{id}",
+	Key:       kvwValuesEverythingTemplate,
 	ParseKey:  ParseEverythingKey,
 	FormatKey: EverythingKey.String,
 	Codec:     kvwatchimpl.JSON[Everything]{Fast: kvwDecodeEverything},
@@ -81,7 +81,7 @@ func ParseNamesKey(key string) (NamesKey, error) {
 }
 
 // kvwValuesNamesTemplate is the compiled key template of Names entries.
-var kvwValuesNamesTemplate = kvwatch.MustTemplate("names.{id}")
+var kvwValuesNamesTemplate = kvwatchimpl.MustTemplate("names.{id}")
 
 // NamesEvent is a change of a Names entry (see kvwatch.Event for ordering and
 // ownership).
@@ -91,7 +91,7 @@ type NamesEvent = kvwatch.Event[NamesKey, Names]
 var kvwValuesNamesKind = kvwatchimpl.Kind[NamesKey, Names]{
 	Name:      "Names",
 	Bucket:    "values",
-	Template:  "names.{id}",
+	Key:       kvwValuesNamesTemplate,
 	ParseKey:  ParseNamesKey,
 	FormatKey: NamesKey.String,
 	Codec:     kvwatchimpl.JSON[Names]{Fast: kvwDecodeNames},
@@ -123,7 +123,7 @@ func ParseWideKey(key string) (WideKey, error) {
 }
 
 // kvwValuesWideTemplate is the compiled key template of Wide entries.
-var kvwValuesWideTemplate = kvwatch.MustTemplate("wide.{id}")
+var kvwValuesWideTemplate = kvwatchimpl.MustTemplate("wide.{id}")
 
 // WideEvent is a change of a Wide entry (see kvwatch.Event for ordering and
 // ownership).
@@ -133,7 +133,7 @@ type WideEvent = kvwatch.Event[WideKey, Wide]
 var kvwValuesWideKind = kvwatchimpl.Kind[WideKey, Wide]{
 	Name:      "Wide",
 	Bucket:    "values",
-	Template:  "wide.{id}",
+	Key:       kvwValuesWideTemplate,
 	ParseKey:  ParseWideKey,
 	FormatKey: WideKey.String,
 	Codec:     kvwatchimpl.JSON[Wide]{Fast: kvwDecodeWide},
@@ -165,7 +165,7 @@ func ParseListKey(key string) (ListKey, error) {
 }
 
 // kvwValuesListTemplate is the compiled key template of List entries.
-var kvwValuesListTemplate = kvwatch.MustTemplate("list.{id}")
+var kvwValuesListTemplate = kvwatchimpl.MustTemplate("list.{id}")
 
 // ListEvent is a change of a List entry (see kvwatch.Event for ordering and
 // ownership).
@@ -175,7 +175,7 @@ type ListEvent = kvwatch.Event[ListKey, []int32]
 var kvwValuesListKind = kvwatchimpl.Kind[ListKey, []int32]{
 	Name:      "List",
 	Bucket:    "values",
-	Template:  "list.{id}",
+	Key:       kvwValuesListTemplate,
 	ParseKey:  ParseListKey,
 	FormatKey: ListKey.String,
 	Codec: kvwatchimpl.JSON[[]int32]{Fast: func(r *kvwatchimpl.JSONReader, p *[]int32) {
@@ -212,7 +212,7 @@ func ParseCountKey(key string) (CountKey, error) {
 }
 
 // kvwValuesCountTemplate is the compiled key template of Count entries.
-var kvwValuesCountTemplate = kvwatch.MustTemplate("count.{id}")
+var kvwValuesCountTemplate = kvwatchimpl.MustTemplate("count.{id}")
 
 // CountEvent is a change of a Count entry (see kvwatch.Event for ordering and
 // ownership).
@@ -222,7 +222,7 @@ type CountEvent = kvwatch.Event[CountKey, uint32]
 var kvwValuesCountKind = kvwatchimpl.Kind[CountKey, uint32]{
 	Name:      "Count",
 	Bucket:    "values",
-	Template:  "count.{id}",
+	Key:       kvwValuesCountTemplate,
 	ParseKey:  ParseCountKey,
 	FormatKey: CountKey.String,
 	Codec:     kvwatchimpl.JSON[uint32]{Fast: kvwatchimpl.JSONUint[uint32]},
@@ -254,7 +254,7 @@ func ParseStampKey(key string) (StampKey, error) {
 }
 
 // kvwValuesStampTemplate is the compiled key template of Stamp entries.
-var kvwValuesStampTemplate = kvwatch.MustTemplate("stamp.{id}")
+var kvwValuesStampTemplate = kvwatchimpl.MustTemplate("stamp.{id}")
 
 // StampEvent is a change of a Stamp entry (see kvwatch.Event for ordering and
 // ownership).
@@ -264,7 +264,7 @@ type StampEvent = kvwatch.Event[StampKey, time.Time]
 var kvwValuesStampKind = kvwatchimpl.Kind[StampKey, time.Time]{
 	Name:      "Stamp",
 	Bucket:    "values",
-	Template:  "stamp.{id}",
+	Key:       kvwValuesStampTemplate,
 	ParseKey:  ParseStampKey,
 	FormatKey: StampKey.String,
 	Codec:     kvwatchimpl.JSON[time.Time]{},
@@ -457,12 +457,12 @@ func (w *ValuesWatcher) Checkpoint() (ValuesCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Everything:    cp.Kinds[0].([]kvwatch.Entry[EverythingKey, Everything]),
-		Names:         cp.Kinds[1].([]kvwatch.Entry[NamesKey, Names]),
-		Wide:          cp.Kinds[2].([]kvwatch.Entry[WideKey, Wide]),
-		List:          cp.Kinds[3].([]kvwatch.Entry[ListKey, []int32]),
-		Count:         cp.Kinds[4].([]kvwatch.Entry[CountKey, uint32]),
-		Stamp:         cp.Kinds[5].([]kvwatch.Entry[StampKey, time.Time]),
+		Everything:    kvwatch.EntriesOf(cp, &kvwValuesEverythingKind),
+		Names:         kvwatch.EntriesOf(cp, &kvwValuesNamesKind),
+		Wide:          kvwatch.EntriesOf(cp, &kvwValuesWideKind),
+		List:          kvwatch.EntriesOf(cp, &kvwValuesListKind),
+		Count:         kvwatch.EntriesOf(cp, &kvwValuesCountKind),
+		Stamp:         kvwatch.EntriesOf(cp, &kvwValuesStampKind),
 	}, nil
 }
 
@@ -471,12 +471,18 @@ func (w *ValuesWatcher) Checkpoint() (ValuesCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ValuesCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Everything, cp.Names, cp.Wide, cp.List, cp.Count, cp.Stamp},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwValuesEverythingKind, cp.Everything)
+	kvwatch.WithEntries(&state, &kvwValuesNamesKind, cp.Names)
+	kvwatch.WithEntries(&state, &kvwValuesWideKind, cp.Wide)
+	kvwatch.WithEntries(&state, &kvwValuesListKind, cp.List)
+	kvwatch.WithEntries(&state, &kvwValuesCountKind, cp.Count)
+	kvwatch.WithEntries(&state, &kvwValuesStampKind, cp.Stamp)
+	return kvwatch.Resume(state)
 }
 
 // ValuesBucket reads and writes single entries of bucket values with typed

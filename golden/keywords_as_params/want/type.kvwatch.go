@@ -43,7 +43,7 @@ func ParseFuncKey(key string) (FuncKey, error) {
 }
 
 // kvwTypeFuncTemplate is the compiled key template of Func entries.
-var kvwTypeFuncTemplate = kvwatch.MustTemplate("{type}.{range}.{func}.{map}")
+var kvwTypeFuncTemplate = kvwatchimpl.MustTemplate("{type}.{range}.{func}.{map}")
 
 // FuncEvent is a change of a Func entry (see kvwatch.Event for ordering and
 // ownership).
@@ -53,7 +53,7 @@ type FuncEvent = kvwatch.Event[FuncKey, Chan]
 var kvwTypeFuncKind = kvwatchimpl.Kind[FuncKey, Chan]{
 	Name:      "Func",
 	Bucket:    "type",
-	Template:  "{type}.{range}.{func}.{map}",
+	Key:       kvwTypeFuncTemplate,
 	ParseKey:  ParseFuncKey,
 	FormatKey: FuncKey.String,
 	Codec:     kvwatchimpl.JSON[Chan]{Fast: kvwDecodeChan},
@@ -88,7 +88,7 @@ func ParseVarKey(key string) (VarKey, error) {
 }
 
 // kvwTypeVarTemplate is the compiled key template of Var entries.
-var kvwTypeVarTemplate = kvwatch.MustTemplate("{type}.{len}")
+var kvwTypeVarTemplate = kvwatchimpl.MustTemplate("{type}.{len}")
 
 // VarEvent is a change of a Var entry (see kvwatch.Event for ordering and
 // ownership).
@@ -98,7 +98,7 @@ type VarEvent = kvwatch.Event[VarKey, string]
 var kvwTypeVarKind = kvwatchimpl.Kind[VarKey, string]{
 	Name:      "Var",
 	Bucket:    "type",
-	Template:  "{type}.{len}",
+	Key:       kvwTypeVarTemplate,
 	ParseKey:  ParseVarKey,
 	FormatKey: VarKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -246,8 +246,8 @@ func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Func:          cp.Kinds[0].([]kvwatch.Entry[FuncKey, Chan]),
-		Var:           cp.Kinds[1].([]kvwatch.Entry[VarKey, string]),
+		Func:          kvwatch.EntriesOf(cp, &kvwTypeFuncKind),
+		Var:           kvwatch.EntriesOf(cp, &kvwTypeVarKind),
 	}, nil
 }
 
@@ -256,12 +256,14 @@ func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp TypeCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Func, cp.Var},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwTypeFuncKind, cp.Func)
+	kvwatch.WithEntries(&state, &kvwTypeVarKind, cp.Var)
+	return kvwatch.Resume(state)
 }
 
 // TypeBucket reads and writes single entries of bucket type with typed keys

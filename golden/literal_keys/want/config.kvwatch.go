@@ -31,7 +31,7 @@ func ParseGlobalKey(key string) (GlobalKey, error) {
 }
 
 // kvwConfigGlobalTemplate is the compiled key template of Global entries.
-var kvwConfigGlobalTemplate = kvwatch.MustTemplate("config.global")
+var kvwConfigGlobalTemplate = kvwatchimpl.MustTemplate("config.global")
 
 // GlobalEvent is a change of a Global entry (see kvwatch.Event for ordering
 // and ownership).
@@ -41,7 +41,7 @@ type GlobalEvent = kvwatch.Event[GlobalKey, Settings]
 var kvwConfigGlobalKind = kvwatchimpl.Kind[GlobalKey, Settings]{
 	Name:      "Global",
 	Bucket:    "config",
-	Template:  "config.global",
+	Key:       kvwConfigGlobalTemplate,
 	ParseKey:  ParseGlobalKey,
 	FormatKey: GlobalKey.String,
 	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
@@ -75,7 +75,7 @@ func ParseRegionKey(key string) (RegionKey, error) {
 }
 
 // kvwConfigRegionTemplate is the compiled key template of Region entries.
-var kvwConfigRegionTemplate = kvwatch.MustTemplate("config.region.{region}.settings")
+var kvwConfigRegionTemplate = kvwatchimpl.MustTemplate("config.region.{region}.settings")
 
 // RegionEvent is a change of a Region entry (see kvwatch.Event for ordering
 // and ownership).
@@ -85,7 +85,7 @@ type RegionEvent = kvwatch.Event[RegionKey, Settings]
 var kvwConfigRegionKind = kvwatchimpl.Kind[RegionKey, Settings]{
 	Name:      "Region",
 	Bucket:    "config",
-	Template:  "config.region.{region}.settings",
+	Key:       kvwConfigRegionTemplate,
 	ParseKey:  ParseRegionKey,
 	FormatKey: RegionKey.String,
 	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
@@ -122,7 +122,7 @@ func ParseZoneKey(key string) (ZoneKey, error) {
 }
 
 // kvwConfigZoneTemplate is the compiled key template of Zone entries.
-var kvwConfigZoneTemplate = kvwatch.MustTemplate("config.region.{region}.zone.{zone}.settings")
+var kvwConfigZoneTemplate = kvwatchimpl.MustTemplate("config.region.{region}.zone.{zone}.settings")
 
 // ZoneEvent is a change of a Zone entry (see kvwatch.Event for ordering and
 // ownership).
@@ -132,7 +132,7 @@ type ZoneEvent = kvwatch.Event[ZoneKey, Settings]
 var kvwConfigZoneKind = kvwatchimpl.Kind[ZoneKey, Settings]{
 	Name:      "Zone",
 	Bucket:    "config",
-	Template:  "config.region.{region}.zone.{zone}.settings",
+	Key:       kvwConfigZoneTemplate,
 	ParseKey:  ParseZoneKey,
 	FormatKey: ZoneKey.String,
 	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
@@ -308,9 +308,9 @@ func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Global:        cp.Kinds[0].([]kvwatch.Entry[GlobalKey, Settings]),
-		Region:        cp.Kinds[1].([]kvwatch.Entry[RegionKey, Settings]),
-		Zone:          cp.Kinds[2].([]kvwatch.Entry[ZoneKey, Settings]),
+		Global:        kvwatch.EntriesOf(cp, &kvwConfigGlobalKind),
+		Region:        kvwatch.EntriesOf(cp, &kvwConfigRegionKind),
+		Zone:          kvwatch.EntriesOf(cp, &kvwConfigZoneKind),
 	}, nil
 }
 
@@ -319,12 +319,15 @@ func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ConfigCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Global, cp.Region, cp.Zone},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwConfigGlobalKind, cp.Global)
+	kvwatch.WithEntries(&state, &kvwConfigRegionKind, cp.Region)
+	kvwatch.WithEntries(&state, &kvwConfigZoneKind, cp.Zone)
+	return kvwatch.Resume(state)
 }
 
 // ConfigBucket reads and writes single entries of bucket config with typed

@@ -36,7 +36,7 @@ func ParseNodeKey(key string) (NodeKey, error) {
 }
 
 // kvwNodeStateNodeTemplate is the compiled key template of Node entries.
-var kvwNodeStateNodeTemplate = kvwatch.MustTemplate("node.{node_id}")
+var kvwNodeStateNodeTemplate = kvwatchimpl.MustTemplate("node.{node_id}")
 
 // NodeEvent is a change of a Node entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type NodeEvent = kvwatch.Event[NodeKey, Node]
 var kvwNodeStateNodeKind = kvwatchimpl.Kind[NodeKey, Node]{
 	Name:      "Node",
 	Bucket:    "node-state",
-	Template:  "node.{node_id}",
+	Key:       kvwNodeStateNodeTemplate,
 	ParseKey:  ParseNodeKey,
 	FormatKey: NodeKey.String,
 	Codec:     kvwatchimpl.JSON[Node]{Fast: kvwDecodeNode},
@@ -81,7 +81,7 @@ func ParseNodeLabelsKey(key string) (NodeLabelsKey, error) {
 
 // kvwNodeStateNodeLabelsTemplate is the compiled key template of NodeLabels
 // entries.
-var kvwNodeStateNodeLabelsTemplate = kvwatch.MustTemplate("node.{node_id}.labels")
+var kvwNodeStateNodeLabelsTemplate = kvwatchimpl.MustTemplate("node.{node_id}.labels")
 
 // NodeLabelsEvent is a change of a NodeLabels entry (see kvwatch.Event for
 // ordering and ownership).
@@ -91,7 +91,7 @@ type NodeLabelsEvent = kvwatch.Event[NodeLabelsKey, map[string]string]
 var kvwNodeStateNodeLabelsKind = kvwatchimpl.Kind[NodeLabelsKey, map[string]string]{
 	Name:      "NodeLabels",
 	Bucket:    "node-state",
-	Template:  "node.{node_id}.labels",
+	Key:       kvwNodeStateNodeLabelsTemplate,
 	ParseKey:  ParseNodeLabelsKey,
 	FormatKey: NodeLabelsKey.String,
 	Codec: kvwatchimpl.JSON[map[string]string]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string]string) {
@@ -246,8 +246,8 @@ func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Node:          cp.Kinds[0].([]kvwatch.Entry[NodeKey, Node]),
-		NodeLabels:    cp.Kinds[1].([]kvwatch.Entry[NodeLabelsKey, map[string]string]),
+		Node:          kvwatch.EntriesOf(cp, &kvwNodeStateNodeKind),
+		NodeLabels:    kvwatch.EntriesOf(cp, &kvwNodeStateNodeLabelsKind),
 	}, nil
 }
 
@@ -256,12 +256,14 @@ func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NodeStateCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Node, cp.NodeLabels},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwNodeStateNodeKind, cp.Node)
+	kvwatch.WithEntries(&state, &kvwNodeStateNodeLabelsKind, cp.NodeLabels)
+	return kvwatch.Resume(state)
 }
 
 // NodeStateBucket reads and writes single entries of bucket node-state with

@@ -36,7 +36,7 @@ func ParseServiceKey(key string) (ServiceKey, error) {
 }
 
 // kvwServicesServiceTemplate is the compiled key template of Service entries.
-var kvwServicesServiceTemplate = kvwatch.MustTemplate("svc.{name}")
+var kvwServicesServiceTemplate = kvwatchimpl.MustTemplate("svc.{name}")
 
 // ServiceEvent is a change of a Service entry (see kvwatch.Event for ordering
 // and ownership).
@@ -46,7 +46,7 @@ type ServiceEvent = kvwatch.Event[ServiceKey, Service]
 var kvwServicesServiceKind = kvwatchimpl.Kind[ServiceKey, Service]{
 	Name:      "Service",
 	Bucket:    "services",
-	Template:  "svc.{name}",
+	Key:       kvwServicesServiceTemplate,
 	ParseKey:  ParseServiceKey,
 	FormatKey: ServiceKey.String,
 	Codec:     kvwatchimpl.JSON[Service]{Fast: kvwDecodeService},
@@ -83,7 +83,7 @@ func ParseEndpointKey(key string) (EndpointKey, error) {
 
 // kvwServicesEndpointTemplate is the compiled key template of Endpoint
 // entries.
-var kvwServicesEndpointTemplate = kvwatch.MustTemplate("svc.{name}.ep.{endpoint}")
+var kvwServicesEndpointTemplate = kvwatchimpl.MustTemplate("svc.{name}.ep.{endpoint}")
 
 // EndpointEvent is a change of a Endpoint entry (see kvwatch.Event for
 // ordering and ownership).
@@ -93,7 +93,7 @@ type EndpointEvent = kvwatch.Event[EndpointKey, []Address]
 var kvwServicesEndpointKind = kvwatchimpl.Kind[EndpointKey, []Address]{
 	Name:      "Endpoint",
 	Bucket:    "services",
-	Template:  "svc.{name}.ep.{endpoint}",
+	Key:       kvwServicesEndpointTemplate,
 	ParseKey:  ParseEndpointKey,
 	FormatKey: EndpointKey.String,
 	Codec: kvwatchimpl.JSON[[]Address]{Fast: func(r *kvwatchimpl.JSONReader, p *[]Address) {
@@ -251,8 +251,8 @@ func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Service:       cp.Kinds[0].([]kvwatch.Entry[ServiceKey, Service]),
-		Endpoint:      cp.Kinds[1].([]kvwatch.Entry[EndpointKey, []Address]),
+		Service:       kvwatch.EntriesOf(cp, &kvwServicesServiceKind),
+		Endpoint:      kvwatch.EntriesOf(cp, &kvwServicesEndpointKind),
 	}, nil
 }
 
@@ -261,12 +261,14 @@ func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ServicesCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Service, cp.Endpoint},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwServicesServiceKind, cp.Service)
+	kvwatch.WithEntries(&state, &kvwServicesEndpointKind, cp.Endpoint)
+	return kvwatch.Resume(state)
 }
 
 // ServicesBucket reads and writes single entries of bucket services with

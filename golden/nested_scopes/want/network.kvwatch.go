@@ -36,7 +36,7 @@ func ParseVPCKey(key string) (VPCKey, error) {
 }
 
 // kvwNetworkVPCTemplate is the compiled key template of VPC entries.
-var kvwNetworkVPCTemplate = kvwatch.MustTemplate("vpc.{vpc}")
+var kvwNetworkVPCTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}")
 
 // VPCEvent is a change of a VPC entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type VPCEvent = kvwatch.Event[VPCKey, string]
 var kvwNetworkVPCKind = kvwatchimpl.Kind[VPCKey, string]{
 	Name:      "VPC",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}",
+	Key:       kvwNetworkVPCTemplate,
 	ParseKey:  ParseVPCKey,
 	FormatKey: VPCKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -81,7 +81,7 @@ func ParseRouteKey(key string) (RouteKey, error) {
 }
 
 // kvwNetworkRouteTemplate is the compiled key template of Route entries.
-var kvwNetworkRouteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}")
+var kvwNetworkRouteTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.route.{route_id}")
 
 // RouteEvent is a change of a Route entry (see kvwatch.Event for ordering and
 // ownership).
@@ -91,7 +91,7 @@ type RouteEvent = kvwatch.Event[RouteKey, string]
 var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, string]{
 	Name:      "Route",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}.route.{route_id}",
+	Key:       kvwNetworkRouteTemplate,
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -127,7 +127,7 @@ func ParseRouteNoteKey(key string) (RouteNoteKey, error) {
 
 // kvwNetworkRouteNoteTemplate is the compiled key template of RouteNote
 // entries.
-var kvwNetworkRouteNoteTemplate = kvwatch.MustTemplate("vpc.{vpc}.route.{route_id}.note")
+var kvwNetworkRouteNoteTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.route.{route_id}.note")
 
 // RouteNoteEvent is a change of a RouteNote entry (see kvwatch.Event for
 // ordering and ownership).
@@ -137,7 +137,7 @@ type RouteNoteEvent = kvwatch.Event[RouteNoteKey, string]
 var kvwNetworkRouteNoteKind = kvwatchimpl.Kind[RouteNoteKey, string]{
 	Name:      "RouteNote",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}.route.{route_id}.note",
+	Key:       kvwNetworkRouteNoteTemplate,
 	ParseKey:  ParseRouteNoteKey,
 	FormatKey: RouteNoteKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -172,7 +172,7 @@ func ParsePeeringKey(key string) (PeeringKey, error) {
 }
 
 // kvwNetworkPeeringTemplate is the compiled key template of Peering entries.
-var kvwNetworkPeeringTemplate = kvwatch.MustTemplate("vpc.{vpc}.peer.{peer}")
+var kvwNetworkPeeringTemplate = kvwatchimpl.MustTemplate("vpc.{vpc}.peer.{peer}")
 
 // PeeringEvent is a change of a Peering entry (see kvwatch.Event for ordering
 // and ownership).
@@ -182,7 +182,7 @@ type PeeringEvent = kvwatch.Event[PeeringKey, string]
 var kvwNetworkPeeringKind = kvwatchimpl.Kind[PeeringKey, string]{
 	Name:      "Peering",
 	Bucket:    "network",
-	Template:  "vpc.{vpc}.peer.{peer}",
+	Key:       kvwNetworkPeeringTemplate,
 	ParseKey:  ParsePeeringKey,
 	FormatKey: PeeringKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -378,10 +378,10 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		VPC:           cp.Kinds[0].([]kvwatch.Entry[VPCKey, string]),
-		Route:         cp.Kinds[1].([]kvwatch.Entry[RouteKey, string]),
-		RouteNote:     cp.Kinds[2].([]kvwatch.Entry[RouteNoteKey, string]),
-		Peering:       cp.Kinds[3].([]kvwatch.Entry[PeeringKey, string]),
+		VPC:           kvwatch.EntriesOf(cp, &kvwNetworkVPCKind),
+		Route:         kvwatch.EntriesOf(cp, &kvwNetworkRouteKind),
+		RouteNote:     kvwatch.EntriesOf(cp, &kvwNetworkRouteNoteKind),
+		Peering:       kvwatch.EntriesOf(cp, &kvwNetworkPeeringKind),
 	}, nil
 }
 
@@ -390,12 +390,16 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.VPC, cp.Route, cp.RouteNote, cp.Peering},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwNetworkVPCKind, cp.VPC)
+	kvwatch.WithEntries(&state, &kvwNetworkRouteKind, cp.Route)
+	kvwatch.WithEntries(&state, &kvwNetworkRouteNoteKind, cp.RouteNote)
+	kvwatch.WithEntries(&state, &kvwNetworkPeeringKind, cp.Peering)
+	return kvwatch.Resume(state)
 }
 
 // NetworkBucket reads and writes single entries of bucket network with typed

@@ -36,7 +36,7 @@ func ParseTreeKey(key string) (TreeKey, error) {
 }
 
 // kvwTreesTreeTemplate is the compiled key template of Tree entries.
-var kvwTreesTreeTemplate = kvwatch.MustTemplate("tree.{id}")
+var kvwTreesTreeTemplate = kvwatchimpl.MustTemplate("tree.{id}")
 
 // TreeEvent is a change of a Tree entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type TreeEvent = kvwatch.Event[TreeKey, Tree]
 var kvwTreesTreeKind = kvwatchimpl.Kind[TreeKey, Tree]{
 	Name:      "Tree",
 	Bucket:    "trees",
-	Template:  "tree.{id}",
+	Key:       kvwTreesTreeTemplate,
 	ParseKey:  ParseTreeKey,
 	FormatKey: TreeKey.String,
 	Codec:     kvwatchimpl.JSON[Tree]{Fast: kvwDecodeTree},
@@ -79,7 +79,7 @@ func ParseForestKey(key string) (ForestKey, error) {
 }
 
 // kvwTreesForestTemplate is the compiled key template of Forest entries.
-var kvwTreesForestTemplate = kvwatch.MustTemplate("forest.{id}")
+var kvwTreesForestTemplate = kvwatchimpl.MustTemplate("forest.{id}")
 
 // ForestEvent is a change of a Forest entry (see kvwatch.Event for ordering
 // and ownership).
@@ -89,7 +89,7 @@ type ForestEvent = kvwatch.Event[ForestKey, map[string][]map[string]Tree]
 var kvwTreesForestKind = kvwatchimpl.Kind[ForestKey, map[string][]map[string]Tree]{
 	Name:      "Forest",
 	Bucket:    "trees",
-	Template:  "forest.{id}",
+	Key:       kvwTreesForestTemplate,
 	ParseKey:  ParseForestKey,
 	FormatKey: ForestKey.String,
 	Codec: kvwatchimpl.JSON[map[string][]map[string]Tree]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string][]map[string]Tree) {
@@ -240,8 +240,8 @@ func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Tree:          cp.Kinds[0].([]kvwatch.Entry[TreeKey, Tree]),
-		Forest:        cp.Kinds[1].([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree]),
+		Tree:          kvwatch.EntriesOf(cp, &kvwTreesTreeKind),
+		Forest:        kvwatch.EntriesOf(cp, &kvwTreesForestKind),
 	}, nil
 }
 
@@ -250,12 +250,14 @@ func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp TreesCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Tree, cp.Forest},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwTreesTreeKind, cp.Tree)
+	kvwatch.WithEntries(&state, &kvwTreesForestKind, cp.Forest)
+	return kvwatch.Resume(state)
 }
 
 // TreesBucket reads and writes single entries of bucket trees with typed keys

@@ -36,7 +36,7 @@ func ParseSettingKey(key string) (SettingKey, error) {
 }
 
 // kvwSettingsSettingTemplate is the compiled key template of Setting entries.
-var kvwSettingsSettingTemplate = kvwatch.MustTemplate("{name}")
+var kvwSettingsSettingTemplate = kvwatchimpl.MustTemplate("{name}")
 
 // SettingEvent is a change of a Setting entry (see kvwatch.Event for ordering
 // and ownership).
@@ -46,7 +46,7 @@ type SettingEvent = kvwatch.Event[SettingKey, string]
 var kvwSettingsSettingKind = kvwatchimpl.Kind[SettingKey, string]{
 	Name:      "Setting",
 	Bucket:    "settings",
-	Template:  "{name}",
+	Key:       kvwSettingsSettingTemplate,
 	ParseKey:  ParseSettingKey,
 	FormatKey: SettingKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -171,7 +171,7 @@ func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Setting:       cp.Kinds[0].([]kvwatch.Entry[SettingKey, string]),
+		Setting:       kvwatch.EntriesOf(cp, &kvwSettingsSettingKind),
 	}, nil
 }
 
@@ -180,12 +180,13 @@ func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp SettingsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Setting},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwSettingsSettingKind, cp.Setting)
+	return kvwatch.Resume(state)
 }
 
 // SettingsBucket reads and writes single entries of bucket settings with

@@ -47,7 +47,7 @@ func ParseShardKey(key string) (ShardKey, error) {
 }
 
 // kvwShardsShardTemplate is the compiled key template of Shard entries.
-var kvwShardsShardTemplate = kvwatch.MustTemplate("region.{region}.shard.{shard:int}")
+var kvwShardsShardTemplate = kvwatchimpl.MustTemplate("region.{region}.shard.{shard:int}")
 
 // ShardEvent is a change of a Shard entry (see kvwatch.Event for ordering and
 // ownership).
@@ -57,7 +57,7 @@ type ShardEvent = kvwatch.Event[ShardKey, string]
 var kvwShardsShardKind = kvwatchimpl.Kind[ShardKey, string]{
 	Name:      "Shard",
 	Bucket:    "shards",
-	Template:  "region.{region}.shard.{shard:int}",
+	Key:       kvwShardsShardTemplate,
 	ParseKey:  ParseShardKey,
 	FormatKey: ShardKey.String,
 	Codec:     kvwatchimpl.String{},
@@ -108,7 +108,7 @@ func ParseReplicaKey(key string) (ReplicaKey, error) {
 }
 
 // kvwShardsReplicaTemplate is the compiled key template of Replica entries.
-var kvwShardsReplicaTemplate = kvwatch.MustTemplate("region.{region}.shard.{shard:int}.replica.{replica:uint}")
+var kvwShardsReplicaTemplate = kvwatchimpl.MustTemplate("region.{region}.shard.{shard:int}.replica.{replica:uint}")
 
 // ReplicaEvent is a change of a Replica entry (see kvwatch.Event for ordering
 // and ownership).
@@ -118,7 +118,7 @@ type ReplicaEvent = kvwatch.Event[ReplicaKey, Replica]
 var kvwShardsReplicaKind = kvwatchimpl.Kind[ReplicaKey, Replica]{
 	Name:      "Replica",
 	Bucket:    "shards",
-	Template:  "region.{region}.shard.{shard:int}.replica.{replica:uint}",
+	Key:       kvwShardsReplicaTemplate,
 	ParseKey:  ParseReplicaKey,
 	FormatKey: ReplicaKey.String,
 	Codec:     kvwatchimpl.JSON[Replica]{Fast: kvwDecodeReplica},
@@ -145,7 +145,7 @@ func ParseGlobalKey(key string) (GlobalKey, error) {
 }
 
 // kvwShardsGlobalTemplate is the compiled key template of Global entries.
-var kvwShardsGlobalTemplate = kvwatch.MustTemplate("global")
+var kvwShardsGlobalTemplate = kvwatchimpl.MustTemplate("global")
 
 // GlobalEvent is a change of a Global entry (see kvwatch.Event for ordering
 // and ownership).
@@ -155,7 +155,7 @@ type GlobalEvent = kvwatch.Event[GlobalKey, Replica]
 var kvwShardsGlobalKind = kvwatchimpl.Kind[GlobalKey, Replica]{
 	Name:      "Global",
 	Bucket:    "shards",
-	Template:  "global",
+	Key:       kvwShardsGlobalTemplate,
 	ParseKey:  ParseGlobalKey,
 	FormatKey: GlobalKey.String,
 	Codec:     kvwatchimpl.JSON[Replica]{Fast: kvwDecodeReplica},
@@ -194,7 +194,7 @@ func ParseEpochKey(key string) (EpochKey, error) {
 }
 
 // kvwShardsEpochTemplate is the compiled key template of Epoch entries.
-var kvwShardsEpochTemplate = kvwatch.MustTemplate("epoch.{n:uint}")
+var kvwShardsEpochTemplate = kvwatchimpl.MustTemplate("epoch.{n:uint}")
 
 // EpochEvent is a change of a Epoch entry (see kvwatch.Event for ordering and
 // ownership).
@@ -204,7 +204,7 @@ type EpochEvent = kvwatch.Event[EpochKey, uint64]
 var kvwShardsEpochKind = kvwatchimpl.Kind[EpochKey, uint64]{
 	Name:      "Epoch",
 	Bucket:    "shards",
-	Template:  "epoch.{n:uint}",
+	Key:       kvwShardsEpochTemplate,
 	ParseKey:  ParseEpochKey,
 	FormatKey: EpochKey.String,
 	Codec:     kvwatchimpl.JSON[uint64]{Fast: kvwatchimpl.JSONUint[uint64]},
@@ -414,10 +414,10 @@ func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Shard:         cp.Kinds[0].([]kvwatch.Entry[ShardKey, string]),
-		Replica:       cp.Kinds[1].([]kvwatch.Entry[ReplicaKey, Replica]),
-		Global:        cp.Kinds[2].([]kvwatch.Entry[GlobalKey, Replica]),
-		Epoch:         cp.Kinds[3].([]kvwatch.Entry[EpochKey, uint64]),
+		Shard:         kvwatch.EntriesOf(cp, &kvwShardsShardKind),
+		Replica:       kvwatch.EntriesOf(cp, &kvwShardsReplicaKind),
+		Global:        kvwatch.EntriesOf(cp, &kvwShardsGlobalKind),
+		Epoch:         kvwatch.EntriesOf(cp, &kvwShardsEpochKind),
 	}, nil
 }
 
@@ -426,12 +426,16 @@ func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp ShardsCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Shard, cp.Replica, cp.Global, cp.Epoch},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwShardsShardKind, cp.Shard)
+	kvwatch.WithEntries(&state, &kvwShardsReplicaKind, cp.Replica)
+	kvwatch.WithEntries(&state, &kvwShardsGlobalKind, cp.Global)
+	kvwatch.WithEntries(&state, &kvwShardsEpochKind, cp.Epoch)
+	return kvwatch.Resume(state)
 }
 
 // ShardsBucket reads and writes single entries of bucket shards with typed

@@ -36,7 +36,7 @@ func ParseItemKey(key string) (ItemKey, error) {
 }
 
 // kvwAItemTemplate is the compiled key template of Item entries.
-var kvwAItemTemplate = kvwatch.MustTemplate("item.{id}")
+var kvwAItemTemplate = kvwatchimpl.MustTemplate("item.{id}")
 
 // ItemEvent is a change of a Item entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type ItemEvent = kvwatch.Event[ItemKey, Thing]
 var kvwAItemKind = kvwatchimpl.Kind[ItemKey, Thing]{
 	Name:      "Item",
 	Bucket:    "a",
-	Template:  "item.{id}",
+	Key:       kvwAItemTemplate,
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
 	Codec:     kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
@@ -181,7 +181,7 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Item:          cp.Kinds[0].([]kvwatch.Entry[ItemKey, Thing]),
+		Item:          kvwatch.EntriesOf(cp, &kvwAItemKind),
 	}, nil
 }
 
@@ -190,12 +190,13 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 // kvwatch.Resume for when it re-lists instead). The watcher takes ownership
 // of cp's entries.
 func (cp ACheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Item},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwAItemKind, cp.Item)
+	return kvwatch.Resume(state)
 }
 
 // ABucket reads and writes single entries of bucket a with typed keys and

@@ -36,7 +36,7 @@ func ParseOtherKey(key string) (OtherKey, error) {
 }
 
 // kvwBOtherTemplate is the compiled key template of Other entries.
-var kvwBOtherTemplate = kvwatch.MustTemplate("other.{id}")
+var kvwBOtherTemplate = kvwatchimpl.MustTemplate("other.{id}")
 
 // OtherEvent is a change of a Other entry (see kvwatch.Event for ordering and
 // ownership).
@@ -46,7 +46,7 @@ type OtherEvent = kvwatch.Event[OtherKey, Thing]
 var kvwBOtherKind = kvwatchimpl.Kind[OtherKey, Thing]{
 	Name:      "Other",
 	Bucket:    "b",
-	Template:  "other.{id}",
+	Key:       kvwBOtherTemplate,
 	ParseKey:  ParseOtherKey,
 	FormatKey: OtherKey.String,
 	Codec:     kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
@@ -171,7 +171,7 @@ func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Other:         cp.Kinds[0].([]kvwatch.Entry[OtherKey, Thing]),
+		Other:         kvwatch.EntriesOf(cp, &kvwBOtherKind),
 	}, nil
 }
 
@@ -180,12 +180,13 @@ func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
 // kvwatch.Resume for when it re-lists instead). The watcher takes ownership
 // of cp's entries.
 func (cp BCheckpoint) Resume() kvwatch.Option {
-	return kvwatch.Resume(kvwatch.Checkpoint{
+	state := kvwatch.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Kinds:         []any{cp.Other},
-	})
+	}
+	kvwatch.WithEntries(&state, &kvwBOtherKind, cp.Other)
+	return kvwatch.Resume(state)
 }
 
 // BBucket reads and writes single entries of bucket b with typed keys and
