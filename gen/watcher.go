@@ -201,49 +201,6 @@ func emitSetScopes(f *jen.File, b *schema.Bucket) {
 	f.Line()
 }
 
-// emitClient writes typed single-entry access to the bucket.
-func emitClient(f *jen.File, b *schema.Bucket) {
-	n := b.Names
-	f.Comment(wrap(fmt.Sprintf("%s reads and writes single entries of bucket %s with typed keys and "+
-		"values. Keys are checked before anything is sent: a key field that is not a valid token is "+
-		"an error, never another key.", n.Client, b.Name)))
-	f.Type().Id(n.Client).Struct(jen.Id("kv").Qual(jetstreamPath, "KeyValue"))
-	f.Line()
-	f.Comment(wrap(fmt.Sprintf("%s wraps kv: bucket %s, or the bucket that holds its keys under a name the "+
-		"environment gives it (%s-staging; an edge server's mirror, whose writes go to the hub). Watch that "+
-		"bucket with kvwatch.WithBucket.", n.NewClient, b.Name, b.Name)))
-	f.Func().Id(n.NewClient).Params(jen.Id("kv").Qual(jetstreamPath, "KeyValue")).Op("*").Id(n.Client).Block(
-		jen.Return(jen.Op("&").Id(n.Client).Add(keyed(field{"kv", jen.Id("kv")}))),
-	)
-	f.Line()
-	f.Comment("KeyValue returns the wrapped bucket.")
-	f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id("KeyValue").Params().Qual(jetstreamPath, "KeyValue").Block(
-		jen.Return(jen.Id("b").Dot("kv")),
-	)
-	f.Line()
-	ctx := jen.Id("ctx").Qual("context", "Context")
-	for _, k := range b.Kinds {
-		kn := k.Names
-		value := goType(k.Value)
-		kind := jen.Op("&").Id(kn.KindVar)
-		f.Comment(fmt.Sprintf("%s stores v under key and returns the new revision.", kn.Put))
-		f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id(kn.Put).Params(ctx, jen.Id("key").Id(kn.Key), jen.Id("v").Add(value)).
-			Params(jen.Uint64(), jen.Error()).
-			Block(jen.Return(rt("Put").Call(jen.Id("ctx"), jen.Id("b").Dot("kv"), kind, jen.Id("key"), jen.Id("v"))))
-		f.Line()
-		f.Comment(wrap(fmt.Sprintf("%s reads the current value of key; a missing or deleted key is jetstream.ErrKeyNotFound.", kn.Get)))
-		f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id(kn.Get).Params(ctx, jen.Id("key").Id(kn.Key)).
-			Params(rt("Item").Types(value), jen.Error()).
-			Block(jen.Return(rt("Get").Call(jen.Id("ctx"), jen.Id("b").Dot("kv"), kind, jen.Id("key"))))
-		f.Line()
-		f.Comment(fmt.Sprintf("%s deletes key; watchers see a delete event.", kn.Delete))
-		f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id(kn.Delete).Params(ctx, jen.Id("key").Id(kn.Key)).
-			Error().
-			Block(jen.Return(rt("Delete").Call(jen.Id("ctx"), jen.Id("b").Dot("kv"), kind, jen.Id("key"))))
-		f.Line()
-	}
-}
-
 // bindingVar names the local variable of a kind's binding in the Watch
 // function: "bind" and the kind's Go name, which no parameter of the
 // function (ctx, js, scopes, h, opts) or result (w, err) can equal.

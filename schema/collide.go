@@ -121,11 +121,11 @@ func (l *loader) assignNames(s *Schema) {
 		what := fmt.Sprintf("bucket %s", b.Name)
 		b.Names = BucketNames{
 			Scopes: g + "Scopes", Handlers: g + "Handlers", Watcher: g + "Watcher", Watch: "Watch" + g,
-			Client: g + "Bucket", NewClient: "New" + g + "Bucket", Checkpoint: g + "Checkpoint", Spec: "kvw" + g + "Spec",
+			Client: g + "Bucket", NewClient: "New" + g + "Bucket", OpenClient: "Open" + g + "Bucket", Checkpoint: g + "Checkpoint", Spec: "kvw" + g + "Spec",
 			File: fileStem(b.Name) + ".kvwatch.go",
 		}
 		files.add(b.Names.File, what, b.Pos)
-		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.Checkpoint, b.Names.Spec} {
+		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.OpenClient, b.Names.Checkpoint, b.Names.Spec} {
 			pkg.add(name, what, b.Pos)
 		}
 		handlers := l.namespace("struct " + b.Names.Handlers)
@@ -146,7 +146,9 @@ func (l *loader) assignNames(s *Schema) {
 			k.Names = KindNames{
 				Key: n + "Key", Parse: "Parse" + n + "Key", Event: n + "Event", Handler: "On" + n,
 				Cache: n + "Cache", CacheField: "cache" + n,
-				Put: "Put" + n, Get: "Get" + n, Delete: "Delete" + n,
+				Put: "Put" + n, Create: "Create" + n, Update: "Update" + n, Get: "Get" + n,
+				GetRevision: "Get" + n + "Revision", Delete: "Delete" + n, Purge: "Purge" + n,
+				History: n + "History", List: "List" + n, Keys: n + "Keys", Modify: "Modify" + n,
 				KindVar: "kvw" + g + n + "Kind", Template: "kvw" + g + n + "Template",
 			}
 			kwhat := fmt.Sprintf("key %s", n)
@@ -157,9 +159,10 @@ func (l *loader) assignNames(s *Schema) {
 			k.Names.Cache = watcher.claim(k.Names.Cache, kwhat, k.Pos)
 			watcher.add(k.Names.CacheField, kwhat, k.Pos)
 			k.Names.CheckpointField = checkpoint.claim(k.GoName, kwhat, k.Pos)
-			k.Names.Put = client.claim(k.Names.Put, kwhat, k.Pos)
-			k.Names.Get = client.claim(k.Names.Get, kwhat, k.Pos)
-			k.Names.Delete = client.claim(k.Names.Delete, kwhat, k.Pos)
+			for _, m := range []*string{&k.Names.Put, &k.Names.Create, &k.Names.Update, &k.Names.Get, &k.Names.GetRevision,
+				&k.Names.Delete, &k.Names.Purge, &k.Names.History, &k.Names.List, &k.Names.Keys, &k.Names.Modify} {
+				*m = client.claim(*m, kwhat, k.Pos)
+			}
 			key := l.namespace("struct " + k.Names.Key)
 			key.fixed("String", "its String method", k.Pos)
 			for _, p := range k.Template.Params {

@@ -50,6 +50,7 @@ type BucketNames struct {
 	Watch      string // WatchNetwork: starts a watcher
 	Client     string // NetworkBucket: typed reads and writes
 	NewClient  string // NewNetworkBucket
+	OpenClient string // OpenNetworkBucket
 	Checkpoint string // NetworkCheckpoint: a watcher's state, to resume from
 	Spec       string // kvwNetworkSpec: the runtime's bucket description
 	File       string // network.kvwatch.go: the generated file
@@ -76,11 +77,14 @@ type KindNames struct {
 	// CacheField is the unexported field of the bucket's Watcher holding
 	// the cache (cacheRoute).
 	CacheField string
-	Put        string // PutRoute, GetRoute, DeleteRoute: methods of the
-	Get        string // bucket's client
-	Delete     string //
-	KindVar    string // kvwNetworkRouteKind: the runtime's kind description
-	Template   string // kvwNetworkRouteTemplate: the compiled key template
+	// Methods of the bucket's client, named like jetstream.KeyValue's:
+	// PutRoute, CreateRoute, UpdateRoute, GetRoute, GetRouteRevision,
+	// DeleteRoute, PurgeRoute, RouteHistory, ListRoute, RouteKeys and
+	// ModifyRoute.
+	Put, Create, Update, Get, GetRevision, Delete, Purge string
+	History, List, Keys, Modify                          string
+	KindVar                                              string // kvwNetworkRouteKind: the runtime's kind description
+	Template                                             string // kvwNetworkRouteTemplate: the compiled key template
 	// CheckpointField is the field of the bucket's Checkpoint holding the
 	// kind's entries: the kind's Go name, or with "_" appended where that
 	// is a member the generator defines (a kind Revision).

@@ -63,14 +63,8 @@ func compileScopes(spec *kvwatchimpl.BucketSpec, templates []*kvwatchimpl.Templa
 // filters returns the subject filters of one scope value, after checking
 // every parameter value. subjectPrefix is "$KV.<bucket>.".
 func (cs *compiledScope) filters(subjectPrefix string, params []string) ([]string, error) {
-	names := cs.prefix.Params()
-	if len(params) != len(names) {
-		return nil, fmt.Errorf("kvwatch: scope %s: %d values for %d parameters", cs.spec.Name, len(params), len(names))
-	}
-	for i, v := range params {
-		if err := keys.ValidToken(v); err != nil {
-			return nil, &ScopeError{Scope: cs.spec.Name, Param: names[i], Value: v, Err: err}
-		}
+	if err := checkScopeValues(cs.spec.Name, cs.prefix.Params(), params); err != nil {
+		return nil, err
 	}
 	key := subjectPrefix + cs.prefix.Format(params)
 	var out []string
@@ -81,4 +75,18 @@ func (cs *compiledScope) filters(subjectPrefix string, params []string) ([]strin
 		out = append(out, key+".>")
 	}
 	return out, nil
+}
+
+// checkScopeValues checks the values given for a scope's parameters
+// (names): one each, each a valid key token (*ScopeError otherwise).
+func checkScopeValues(scope string, names, params []string) error {
+	if len(params) != len(names) {
+		return fmt.Errorf("kvwatch: scope %s: %d values for %d parameters", scope, len(params), len(names))
+	}
+	for i, v := range params {
+		if err := keys.ValidToken(v); err != nil {
+			return &ScopeError{Scope: scope, Param: names[i], Value: v, Err: err}
+		}
+	}
+	return nil
 }

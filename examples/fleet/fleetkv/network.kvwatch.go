@@ -345,17 +345,33 @@ func (cp NetworkCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// NetworkBucket reads and writes single entries of bucket network with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// NetworkBucket reads and writes entries of bucket network with typed keys
+// and values. Keys are checked before anything is sent: a key field that is
+// not a valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type NetworkBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenNetworkBucket opens bucket network, or the bucket kvwatch.WithBucket
+// among opts names (network-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*NetworkBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwNetworkSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &NetworkBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewNetworkBucket wraps kv: bucket network, or the bucket that holds its
-// keys under a name the environment gives it (network-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenNetworkBucket for them.
 func NewNetworkBucket(kv jetstream.KeyValue) *NetworkBucket {
 	return &NetworkBucket{kv: kv}
 }
@@ -370,20 +386,107 @@ func (b *NetworkBucket) PutVPCConfig(ctx context.Context, key VPCConfigKey, v VP
 	return kvwatch.Put(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v)
 }
 
+// CreateVPCConfig stores v under key only if key does not exist or was
+// deleted, and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NetworkBucket) CreateVPCConfig(ctx context.Context, key VPCConfigKey, v VPCConfig, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v, opts...)
+}
+
+// UpdateVPCConfig stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyVPCConfig retries such
+// conflicts for you.
+func (b *NetworkBucket) UpdateVPCConfig(ctx context.Context, key VPCConfigKey, v VPCConfig, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v, revision)
+}
+
+// ModifyVPCConfig reads key, lets fn change a copy of its value, and writes
+// it back if key is still at the revision read; on a conflict it reads again
+// and retries, with backoff, so that concurrent modifiers each apply their
+// change once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NetworkBucket) ModifyVPCConfig(ctx context.Context, key VPCConfigKey, fn func(*VPCConfig) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNetworkVPCConfigKind, key, fn, opts...)
+}
+
 // GetVPCConfig reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetVPCConfig(ctx context.Context, key VPCConfigKey) (kvwatch.Item[VPCConfig], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwNetworkVPCConfigKind, key)
 }
 
+// GetVPCConfigRevision reads key as it was at revision; a revision that is
+// not key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) GetVPCConfigRevision(ctx context.Context, key VPCConfigKey, revision uint64) (kvwatch.Item[VPCConfig], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkVPCConfigKind, key, revision)
+}
+
 // DeleteVPCConfig deletes key; watchers see a delete event.
-func (b *NetworkBucket) DeleteVPCConfig(ctx context.Context, key VPCConfigKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkVPCConfigKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *NetworkBucket) DeleteVPCConfig(ctx context.Context, key VPCConfigKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNetworkVPCConfigKind, key, opts...)
+}
+
+// PurgeVPCConfig deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NetworkBucket) PurgeVPCConfig(ctx context.Context, key VPCConfigKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNetworkVPCConfigKind, key, opts...)
+}
+
+// VPCConfigHistory reads every revision the bucket keeps of key, oldest
+// first, deletes and purges included, without a consumer; a key never written
+// is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) VPCConfigHistory(ctx context.Context, key VPCConfigKey) ([]kvwatch.HistoryEntry[VPCConfig], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkVPCConfigKind, key)
+}
+
+// ListVPCConfig reads the VPCConfig entries within scopes, sorted by key,
+// without a consumer: exact as of the revision returned (see kvwatch.List; an
+// entry that does not decode is reported in the error, the others returned).
+func (b *NetworkBucket) ListVPCConfig(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[VPCConfigKey, VPCConfig], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCConfigKind, scopes.KVWatchScopes())
+}
+
+// VPCConfigKeys reads the keys of the VPCConfig entries within scopes,
+// sorted, without a consumer: exact as of the revision returned.
+func (b *NetworkBucket) VPCConfigKeys(ctx context.Context, scopes NetworkScopes) ([]VPCConfigKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCConfigKind, scopes.KVWatchScopes())
 }
 
 // PutRoute stores v under key and returns the new revision.
 func (b *NetworkBucket) PutRoute(ctx context.Context, key RouteKey, v Route) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwNetworkRouteKind, key, v)
+}
+
+// CreateRoute stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NetworkBucket) CreateRoute(ctx context.Context, key RouteKey, v Route, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNetworkRouteKind, key, v, opts...)
+}
+
+// UpdateRoute stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyRoute retries such
+// conflicts for you.
+func (b *NetworkBucket) UpdateRoute(ctx context.Context, key RouteKey, v Route, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNetworkRouteKind, key, v, revision)
+}
+
+// ModifyRoute reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NetworkBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*Route) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNetworkRouteKind, key, fn, opts...)
 }
 
 // GetRoute reads the current value of key; a missing or deleted key is
@@ -392,14 +495,75 @@ func (b *NetworkBucket) GetRoute(ctx context.Context, key RouteKey) (kvwatch.Ite
 	return kvwatch.Get(ctx, b.kv, &kvwNetworkRouteKind, key)
 }
 
+// GetRouteRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) GetRouteRevision(ctx context.Context, key RouteKey, revision uint64) (kvwatch.Item[Route], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkRouteKind, key, revision)
+}
+
 // DeleteRoute deletes key; watchers see a delete event.
-func (b *NetworkBucket) DeleteRoute(ctx context.Context, key RouteKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *NetworkBucket) DeleteRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+}
+
+// PurgeRoute deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NetworkBucket) PurgeRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+}
+
+// RouteHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvwatch.HistoryEntry[Route], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkRouteKind, key)
+}
+
+// ListRoute reads the Route entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *NetworkBucket) ListRoute(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[RouteKey, Route], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
+}
+
+// RouteKeys reads the keys of the Route entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *NetworkBucket) RouteKeys(ctx context.Context, scopes NetworkScopes) ([]RouteKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
 }
 
 // PutFirewallRule stores v under key and returns the new revision.
 func (b *NetworkBucket) PutFirewallRule(ctx context.Context, key FirewallRuleKey, v FirewallRule) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwNetworkFirewallRuleKind, key, v)
+}
+
+// CreateFirewallRule stores v under key only if key does not exist or was
+// deleted, and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NetworkBucket) CreateFirewallRule(ctx context.Context, key FirewallRuleKey, v FirewallRule, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNetworkFirewallRuleKind, key, v, opts...)
+}
+
+// UpdateFirewallRule stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyFirewallRule retries such
+// conflicts for you.
+func (b *NetworkBucket) UpdateFirewallRule(ctx context.Context, key FirewallRuleKey, v FirewallRule, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNetworkFirewallRuleKind, key, v, revision)
+}
+
+// ModifyFirewallRule reads key, lets fn change a copy of its value, and
+// writes it back if key is still at the revision read; on a conflict it reads
+// again and retries, with backoff, so that concurrent modifiers each apply
+// their change once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NetworkBucket) ModifyFirewallRule(ctx context.Context, key FirewallRuleKey, fn func(*FirewallRule) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNetworkFirewallRuleKind, key, fn, opts...)
 }
 
 // GetFirewallRule reads the current value of key; a missing or deleted key is
@@ -408,7 +572,43 @@ func (b *NetworkBucket) GetFirewallRule(ctx context.Context, key FirewallRuleKey
 	return kvwatch.Get(ctx, b.kv, &kvwNetworkFirewallRuleKind, key)
 }
 
+// GetFirewallRuleRevision reads key as it was at revision; a revision that is
+// not key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) GetFirewallRuleRevision(ctx context.Context, key FirewallRuleKey, revision uint64) (kvwatch.Item[FirewallRule], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkFirewallRuleKind, key, revision)
+}
+
 // DeleteFirewallRule deletes key; watchers see a delete event.
-func (b *NetworkBucket) DeleteFirewallRule(ctx context.Context, key FirewallRuleKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkFirewallRuleKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *NetworkBucket) DeleteFirewallRule(ctx context.Context, key FirewallRuleKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNetworkFirewallRuleKind, key, opts...)
+}
+
+// PurgeFirewallRule deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NetworkBucket) PurgeFirewallRule(ctx context.Context, key FirewallRuleKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNetworkFirewallRuleKind, key, opts...)
+}
+
+// FirewallRuleHistory reads every revision the bucket keeps of key, oldest
+// first, deletes and purges included, without a consumer; a key never written
+// is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) FirewallRuleHistory(ctx context.Context, key FirewallRuleKey) ([]kvwatch.HistoryEntry[FirewallRule], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkFirewallRuleKind, key)
+}
+
+// ListFirewallRule reads the FirewallRule entries within scopes, sorted by
+// key, without a consumer: exact as of the revision returned (see
+// kvwatch.List; an entry that does not decode is reported in the error, the
+// others returned).
+func (b *NetworkBucket) ListFirewallRule(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[FirewallRuleKey, FirewallRule], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkFirewallRuleKind, scopes.KVWatchScopes())
+}
+
+// FirewallRuleKeys reads the keys of the FirewallRule entries within scopes,
+// sorted, without a consumer: exact as of the revision returned.
+func (b *NetworkBucket) FirewallRuleKeys(ctx context.Context, scopes NetworkScopes) ([]FirewallRuleKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkFirewallRuleKind, scopes.KVWatchScopes())
 }

@@ -486,17 +486,33 @@ func (cp BlobsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// BlobsBucket reads and writes single entries of bucket blobs with typed keys
-// and values. Keys are checked before anything is sent: a key field that is
-// not a valid token is an error, never another key.
+// BlobsBucket reads and writes entries of bucket blobs with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type BlobsBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenBlobsBucket opens bucket blobs, or the bucket kvwatch.WithBucket among
+// opts names (blobs-staging; an edge server's mirror, whose writes go to the
+// hub). Its List, Keys and History methods read through js.
+func OpenBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*BlobsBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwBlobsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BlobsBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewBlobsBucket wraps kv: bucket blobs, or the bucket that holds its keys
-// under a name the environment gives it (blobs-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenBlobsBucket for them.
 func NewBlobsBucket(kv jetstream.KeyValue) *BlobsBucket {
 	return &BlobsBucket{kv: kv}
 }
@@ -511,20 +527,106 @@ func (b *BlobsBucket) PutText(ctx context.Context, key TextKey, v string) (uint6
 	return kvwatch.Put(ctx, b.kv, &kvwBlobsTextKind, key, v)
 }
 
+// CreateText stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *BlobsBucket) CreateText(ctx context.Context, key TextKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwBlobsTextKind, key, v, opts...)
+}
+
+// UpdateText stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyText retries such conflicts
+// for you.
+func (b *BlobsBucket) UpdateText(ctx context.Context, key TextKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwBlobsTextKind, key, v, revision)
+}
+
+// ModifyText reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *BlobsBucket) ModifyText(ctx context.Context, key TextKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwBlobsTextKind, key, fn, opts...)
+}
+
 // GetText reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetText(ctx context.Context, key TextKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwBlobsTextKind, key)
 }
 
-// DeleteText deletes key; watchers see a delete event.
-func (b *BlobsBucket) DeleteText(ctx context.Context, key TextKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsTextKind, key)
+// GetTextRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) GetTextRevision(ctx context.Context, key TextKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsTextKind, key, revision)
+}
+
+// DeleteText deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *BlobsBucket) DeleteText(ctx context.Context, key TextKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwBlobsTextKind, key, opts...)
+}
+
+// PurgeText deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *BlobsBucket) PurgeText(ctx context.Context, key TextKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwBlobsTextKind, key, opts...)
+}
+
+// TextHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) TextHistory(ctx context.Context, key TextKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsTextKind, key)
+}
+
+// ListText reads the Text entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *BlobsBucket) ListText(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[TextKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsTextKind, scopes.KVWatchScopes())
+}
+
+// TextKeys reads the keys of the Text entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *BlobsBucket) TextKeys(ctx context.Context, scopes BlobsScopes) ([]TextKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsTextKind, scopes.KVWatchScopes())
 }
 
 // PutBlob stores v under key and returns the new revision.
 func (b *BlobsBucket) PutBlob(ctx context.Context, key BlobKey, v []byte) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwBlobsBlobKind, key, v)
+}
+
+// CreateBlob stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *BlobsBucket) CreateBlob(ctx context.Context, key BlobKey, v []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwBlobsBlobKind, key, v, opts...)
+}
+
+// UpdateBlob stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyBlob retries such conflicts
+// for you.
+func (b *BlobsBucket) UpdateBlob(ctx context.Context, key BlobKey, v []byte, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwBlobsBlobKind, key, v, revision)
+}
+
+// ModifyBlob reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *BlobsBucket) ModifyBlob(ctx context.Context, key BlobKey, fn func(*[]byte) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwBlobsBlobKind, key, fn, opts...)
 }
 
 // GetBlob reads the current value of key; a missing or deleted key is
@@ -533,14 +635,74 @@ func (b *BlobsBucket) GetBlob(ctx context.Context, key BlobKey) (kvwatch.Item[[]
 	return kvwatch.Get(ctx, b.kv, &kvwBlobsBlobKind, key)
 }
 
-// DeleteBlob deletes key; watchers see a delete event.
-func (b *BlobsBucket) DeleteBlob(ctx context.Context, key BlobKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsBlobKind, key)
+// GetBlobRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) GetBlobRevision(ctx context.Context, key BlobKey, revision uint64) (kvwatch.Item[[]byte], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsBlobKind, key, revision)
+}
+
+// DeleteBlob deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *BlobsBucket) DeleteBlob(ctx context.Context, key BlobKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwBlobsBlobKind, key, opts...)
+}
+
+// PurgeBlob deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *BlobsBucket) PurgeBlob(ctx context.Context, key BlobKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwBlobsBlobKind, key, opts...)
+}
+
+// BlobHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) BlobHistory(ctx context.Context, key BlobKey) ([]kvwatch.HistoryEntry[[]byte], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsBlobKind, key)
+}
+
+// ListBlob reads the Blob entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *BlobsBucket) ListBlob(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[BlobKey, []byte], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsBlobKind, scopes.KVWatchScopes())
+}
+
+// BlobKeys reads the keys of the Blob entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *BlobsBucket) BlobKeys(ctx context.Context, scopes BlobsScopes) ([]BlobKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsBlobKind, scopes.KVWatchScopes())
 }
 
 // PutPrefix stores v under key and returns the new revision.
 func (b *BlobsBucket) PutPrefix(ctx context.Context, key PrefixKey, v netip.Prefix) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwBlobsPrefixKind, key, v)
+}
+
+// CreatePrefix stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *BlobsBucket) CreatePrefix(ctx context.Context, key PrefixKey, v netip.Prefix, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwBlobsPrefixKind, key, v, opts...)
+}
+
+// UpdatePrefix stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyPrefix retries such
+// conflicts for you.
+func (b *BlobsBucket) UpdatePrefix(ctx context.Context, key PrefixKey, v netip.Prefix, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwBlobsPrefixKind, key, v, revision)
+}
+
+// ModifyPrefix reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *BlobsBucket) ModifyPrefix(ctx context.Context, key PrefixKey, fn func(*netip.Prefix) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwBlobsPrefixKind, key, fn, opts...)
 }
 
 // GetPrefix reads the current value of key; a missing or deleted key is
@@ -549,14 +711,75 @@ func (b *BlobsBucket) GetPrefix(ctx context.Context, key PrefixKey) (kvwatch.Ite
 	return kvwatch.Get(ctx, b.kv, &kvwBlobsPrefixKind, key)
 }
 
+// GetPrefixRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) GetPrefixRevision(ctx context.Context, key PrefixKey, revision uint64) (kvwatch.Item[netip.Prefix], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsPrefixKind, key, revision)
+}
+
 // DeletePrefix deletes key; watchers see a delete event.
-func (b *BlobsBucket) DeletePrefix(ctx context.Context, key PrefixKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsPrefixKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *BlobsBucket) DeletePrefix(ctx context.Context, key PrefixKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwBlobsPrefixKind, key, opts...)
+}
+
+// PurgePrefix deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *BlobsBucket) PurgePrefix(ctx context.Context, key PrefixKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwBlobsPrefixKind, key, opts...)
+}
+
+// PrefixHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) PrefixHistory(ctx context.Context, key PrefixKey) ([]kvwatch.HistoryEntry[netip.Prefix], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsPrefixKind, key)
+}
+
+// ListPrefix reads the Prefix entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *BlobsBucket) ListPrefix(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[PrefixKey, netip.Prefix], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsPrefixKind, scopes.KVWatchScopes())
+}
+
+// PrefixKeys reads the keys of the Prefix entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *BlobsBucket) PrefixKeys(ctx context.Context, scopes BlobsScopes) ([]PrefixKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsPrefixKind, scopes.KVWatchScopes())
 }
 
 // PutStamp stores v under key and returns the new revision.
 func (b *BlobsBucket) PutStamp(ctx context.Context, key StampKey, v time.Time) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwBlobsStampKind, key, v)
+}
+
+// CreateStamp stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *BlobsBucket) CreateStamp(ctx context.Context, key StampKey, v time.Time, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwBlobsStampKind, key, v, opts...)
+}
+
+// UpdateStamp stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyStamp retries such
+// conflicts for you.
+func (b *BlobsBucket) UpdateStamp(ctx context.Context, key StampKey, v time.Time, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwBlobsStampKind, key, v, revision)
+}
+
+// ModifyStamp reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *BlobsBucket) ModifyStamp(ctx context.Context, key StampKey, fn func(*time.Time) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwBlobsStampKind, key, fn, opts...)
 }
 
 // GetStamp reads the current value of key; a missing or deleted key is
@@ -565,14 +788,75 @@ func (b *BlobsBucket) GetStamp(ctx context.Context, key StampKey) (kvwatch.Item[
 	return kvwatch.Get(ctx, b.kv, &kvwBlobsStampKind, key)
 }
 
+// GetStampRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) GetStampRevision(ctx context.Context, key StampKey, revision uint64) (kvwatch.Item[time.Time], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsStampKind, key, revision)
+}
+
 // DeleteStamp deletes key; watchers see a delete event.
-func (b *BlobsBucket) DeleteStamp(ctx context.Context, key StampKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsStampKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *BlobsBucket) DeleteStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwBlobsStampKind, key, opts...)
+}
+
+// PurgeStamp deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *BlobsBucket) PurgeStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwBlobsStampKind, key, opts...)
+}
+
+// StampHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) StampHistory(ctx context.Context, key StampKey) ([]kvwatch.HistoryEntry[time.Time], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsStampKind, key)
+}
+
+// ListStamp reads the Stamp entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *BlobsBucket) ListStamp(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[StampKey, time.Time], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsStampKind, scopes.KVWatchScopes())
+}
+
+// StampKeys reads the keys of the Stamp entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *BlobsBucket) StampKeys(ctx context.Context, scopes BlobsScopes) ([]StampKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsStampKind, scopes.KVWatchScopes())
 }
 
 // PutAddr stores v under key and returns the new revision.
 func (b *BlobsBucket) PutAddr(ctx context.Context, key AddrKey, v netip.Addr) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwBlobsAddrKind, key, v)
+}
+
+// CreateAddr stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *BlobsBucket) CreateAddr(ctx context.Context, key AddrKey, v netip.Addr, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwBlobsAddrKind, key, v, opts...)
+}
+
+// UpdateAddr stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyAddr retries such conflicts
+// for you.
+func (b *BlobsBucket) UpdateAddr(ctx context.Context, key AddrKey, v netip.Addr, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwBlobsAddrKind, key, v, revision)
+}
+
+// ModifyAddr reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *BlobsBucket) ModifyAddr(ctx context.Context, key AddrKey, fn func(*netip.Addr) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwBlobsAddrKind, key, fn, opts...)
 }
 
 // GetAddr reads the current value of key; a missing or deleted key is
@@ -581,14 +865,74 @@ func (b *BlobsBucket) GetAddr(ctx context.Context, key AddrKey) (kvwatch.Item[ne
 	return kvwatch.Get(ctx, b.kv, &kvwBlobsAddrKind, key)
 }
 
-// DeleteAddr deletes key; watchers see a delete event.
-func (b *BlobsBucket) DeleteAddr(ctx context.Context, key AddrKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsAddrKind, key)
+// GetAddrRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) GetAddrRevision(ctx context.Context, key AddrKey, revision uint64) (kvwatch.Item[netip.Addr], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsAddrKind, key, revision)
+}
+
+// DeleteAddr deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *BlobsBucket) DeleteAddr(ctx context.Context, key AddrKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwBlobsAddrKind, key, opts...)
+}
+
+// PurgeAddr deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *BlobsBucket) PurgeAddr(ctx context.Context, key AddrKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwBlobsAddrKind, key, opts...)
+}
+
+// AddrHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) AddrHistory(ctx context.Context, key AddrKey) ([]kvwatch.HistoryEntry[netip.Addr], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsAddrKind, key)
+}
+
+// ListAddr reads the Addr entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *BlobsBucket) ListAddr(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[AddrKey, netip.Addr], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsAddrKind, scopes.KVWatchScopes())
+}
+
+// AddrKeys reads the keys of the Addr entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *BlobsBucket) AddrKeys(ctx context.Context, scopes BlobsScopes) ([]AddrKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsAddrKind, scopes.KVWatchScopes())
 }
 
 // PutRaw stores v under key and returns the new revision.
 func (b *BlobsBucket) PutRaw(ctx context.Context, key RawKey, v json.RawMessage) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwBlobsRawKind, key, v)
+}
+
+// CreateRaw stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *BlobsBucket) CreateRaw(ctx context.Context, key RawKey, v json.RawMessage, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwBlobsRawKind, key, v, opts...)
+}
+
+// UpdateRaw stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyRaw retries such conflicts
+// for you.
+func (b *BlobsBucket) UpdateRaw(ctx context.Context, key RawKey, v json.RawMessage, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwBlobsRawKind, key, v, revision)
+}
+
+// ModifyRaw reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *BlobsBucket) ModifyRaw(ctx context.Context, key RawKey, fn func(*json.RawMessage) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwBlobsRawKind, key, fn, opts...)
 }
 
 // GetRaw reads the current value of key; a missing or deleted key is
@@ -597,7 +941,41 @@ func (b *BlobsBucket) GetRaw(ctx context.Context, key RawKey) (kvwatch.Item[json
 	return kvwatch.Get(ctx, b.kv, &kvwBlobsRawKind, key)
 }
 
-// DeleteRaw deletes key; watchers see a delete event.
-func (b *BlobsBucket) DeleteRaw(ctx context.Context, key RawKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsRawKind, key)
+// GetRawRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) GetRawRevision(ctx context.Context, key RawKey, revision uint64) (kvwatch.Item[json.RawMessage], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsRawKind, key, revision)
+}
+
+// DeleteRaw deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *BlobsBucket) DeleteRaw(ctx context.Context, key RawKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwBlobsRawKind, key, opts...)
+}
+
+// PurgeRaw deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *BlobsBucket) PurgeRaw(ctx context.Context, key RawKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwBlobsRawKind, key, opts...)
+}
+
+// RawHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *BlobsBucket) RawHistory(ctx context.Context, key RawKey) ([]kvwatch.HistoryEntry[json.RawMessage], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsRawKind, key)
+}
+
+// ListRaw reads the Raw entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *BlobsBucket) ListRaw(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[RawKey, json.RawMessage], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsRawKind, scopes.KVWatchScopes())
+}
+
+// RawKeys reads the keys of the Raw entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *BlobsBucket) RawKeys(ctx context.Context, scopes BlobsScopes) ([]RawKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsRawKind, scopes.KVWatchScopes())
 }

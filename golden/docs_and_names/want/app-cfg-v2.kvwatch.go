@@ -200,17 +200,34 @@ func (cp AppConfigCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// AppConfigBucket reads and writes single entries of bucket app_cfg_v2 with
-// typed keys and values. Keys are checked before anything is sent: a key
-// field that is not a valid token is an error, never another key.
+// AppConfigBucket reads and writes entries of bucket app_cfg_v2 with typed
+// keys and values. Keys are checked before anything is sent: a key field that
+// is not a valid token is an error, never another key. Its methods are safe
+// for concurrent use.
 type AppConfigBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenAppConfigBucket opens bucket app_cfg_v2, or the bucket
+// kvwatch.WithBucket among opts names (app_cfg_v2-staging; an edge server's
+// mirror, whose writes go to the hub). Its List, Keys and History methods
+// read through js.
+func OpenAppConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*AppConfigBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwAppConfigSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AppConfigBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewAppConfigBucket wraps kv: bucket app_cfg_v2, or the bucket that holds
-// its keys under a name the environment gives it (app_cfg_v2-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// its keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenAppConfigBucket for them.
 func NewAppConfigBucket(kv jetstream.KeyValue) *AppConfigBucket {
 	return &AppConfigBucket{kv: kv}
 }
@@ -225,13 +242,74 @@ func (b *AppConfigBucket) PutFeature(ctx context.Context, key FeatureKey, v Feat
 	return kvwatch.Put(ctx, b.kv, &kvwAppConfigFeatureKind, key, v)
 }
 
+// CreateFeature stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *AppConfigBucket) CreateFeature(ctx context.Context, key FeatureKey, v Feature, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwAppConfigFeatureKind, key, v, opts...)
+}
+
+// UpdateFeature stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyFeature retries such
+// conflicts for you.
+func (b *AppConfigBucket) UpdateFeature(ctx context.Context, key FeatureKey, v Feature, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwAppConfigFeatureKind, key, v, revision)
+}
+
+// ModifyFeature reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *AppConfigBucket) ModifyFeature(ctx context.Context, key FeatureKey, fn func(*Feature) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwAppConfigFeatureKind, key, fn, opts...)
+}
+
 // GetFeature reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *AppConfigBucket) GetFeature(ctx context.Context, key FeatureKey) (kvwatch.Item[Feature], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwAppConfigFeatureKind, key)
 }
 
+// GetFeatureRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *AppConfigBucket) GetFeatureRevision(ctx context.Context, key FeatureKey, revision uint64) (kvwatch.Item[Feature], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwAppConfigFeatureKind, key, revision)
+}
+
 // DeleteFeature deletes key; watchers see a delete event.
-func (b *AppConfigBucket) DeleteFeature(ctx context.Context, key FeatureKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppConfigFeatureKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *AppConfigBucket) DeleteFeature(ctx context.Context, key FeatureKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwAppConfigFeatureKind, key, opts...)
+}
+
+// PurgeFeature deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *AppConfigBucket) PurgeFeature(ctx context.Context, key FeatureKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwAppConfigFeatureKind, key, opts...)
+}
+
+// FeatureHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *AppConfigBucket) FeatureHistory(ctx context.Context, key FeatureKey) ([]kvwatch.HistoryEntry[Feature], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwAppConfigFeatureKind, key)
+}
+
+// ListFeature reads the Feature entries within scopes, sorted by key, without
+// a consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *AppConfigBucket) ListFeature(ctx context.Context, scopes AppConfigScopes) ([]kvwatch.Entry[FeatureKey, Feature], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwAppConfigSpec, &kvwAppConfigFeatureKind, scopes.KVWatchScopes())
+}
+
+// FeatureKeys reads the keys of the Feature entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *AppConfigBucket) FeatureKeys(ctx context.Context, scopes AppConfigScopes) ([]FeatureKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppConfigSpec, &kvwAppConfigFeatureKind, scopes.KVWatchScopes())
 }

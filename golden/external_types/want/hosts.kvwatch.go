@@ -309,17 +309,33 @@ func (cp HostsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// HostsBucket reads and writes single entries of bucket hosts with typed keys
-// and values. Keys are checked before anything is sent: a key field that is
-// not a valid token is an error, never another key.
+// HostsBucket reads and writes entries of bucket hosts with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type HostsBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenHostsBucket opens bucket hosts, or the bucket kvwatch.WithBucket among
+// opts names (hosts-staging; an edge server's mirror, whose writes go to the
+// hub). Its List, Keys and History methods read through js.
+func OpenHostsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*HostsBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwHostsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &HostsBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewHostsBucket wraps kv: bucket hosts, or the bucket that holds its keys
-// under a name the environment gives it (hosts-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenHostsBucket for them.
 func NewHostsBucket(kv jetstream.KeyValue) *HostsBucket {
 	return &HostsBucket{kv: kv}
 }
@@ -334,20 +350,106 @@ func (b *HostsBucket) PutHost(ctx context.Context, key HostKey, v Host) (uint64,
 	return kvwatch.Put(ctx, b.kv, &kvwHostsHostKind, key, v)
 }
 
+// CreateHost stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *HostsBucket) CreateHost(ctx context.Context, key HostKey, v Host, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwHostsHostKind, key, v, opts...)
+}
+
+// UpdateHost stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyHost retries such conflicts
+// for you.
+func (b *HostsBucket) UpdateHost(ctx context.Context, key HostKey, v Host, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwHostsHostKind, key, v, revision)
+}
+
+// ModifyHost reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *HostsBucket) ModifyHost(ctx context.Context, key HostKey, fn func(*Host) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwHostsHostKind, key, fn, opts...)
+}
+
 // GetHost reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *HostsBucket) GetHost(ctx context.Context, key HostKey) (kvwatch.Item[Host], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwHostsHostKind, key)
 }
 
-// DeleteHost deletes key; watchers see a delete event.
-func (b *HostsBucket) DeleteHost(ctx context.Context, key HostKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwHostsHostKind, key)
+// GetHostRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *HostsBucket) GetHostRevision(ctx context.Context, key HostKey, revision uint64) (kvwatch.Item[Host], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwHostsHostKind, key, revision)
+}
+
+// DeleteHost deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *HostsBucket) DeleteHost(ctx context.Context, key HostKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwHostsHostKind, key, opts...)
+}
+
+// PurgeHost deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *HostsBucket) PurgeHost(ctx context.Context, key HostKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwHostsHostKind, key, opts...)
+}
+
+// HostHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *HostsBucket) HostHistory(ctx context.Context, key HostKey) ([]kvwatch.HistoryEntry[Host], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwHostsHostKind, key)
+}
+
+// ListHost reads the Host entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *HostsBucket) ListHost(ctx context.Context, scopes HostsScopes) ([]kvwatch.Entry[HostKey, Host], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsHostKind, scopes.KVWatchScopes())
+}
+
+// HostKeys reads the keys of the Host entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *HostsBucket) HostKeys(ctx context.Context, scopes HostsScopes) ([]HostKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsHostKind, scopes.KVWatchScopes())
 }
 
 // PutAddress stores v under key and returns the new revision.
 func (b *HostsBucket) PutAddress(ctx context.Context, key AddressKey, v netip.Addr) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwHostsAddressKind, key, v)
+}
+
+// CreateAddress stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *HostsBucket) CreateAddress(ctx context.Context, key AddressKey, v netip.Addr, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwHostsAddressKind, key, v, opts...)
+}
+
+// UpdateAddress stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyAddress retries such
+// conflicts for you.
+func (b *HostsBucket) UpdateAddress(ctx context.Context, key AddressKey, v netip.Addr, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwHostsAddressKind, key, v, revision)
+}
+
+// ModifyAddress reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *HostsBucket) ModifyAddress(ctx context.Context, key AddressKey, fn func(*netip.Addr) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwHostsAddressKind, key, fn, opts...)
 }
 
 // GetAddress reads the current value of key; a missing or deleted key is
@@ -356,14 +458,75 @@ func (b *HostsBucket) GetAddress(ctx context.Context, key AddressKey) (kvwatch.I
 	return kvwatch.Get(ctx, b.kv, &kvwHostsAddressKind, key)
 }
 
+// GetAddressRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *HostsBucket) GetAddressRevision(ctx context.Context, key AddressKey, revision uint64) (kvwatch.Item[netip.Addr], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwHostsAddressKind, key, revision)
+}
+
 // DeleteAddress deletes key; watchers see a delete event.
-func (b *HostsBucket) DeleteAddress(ctx context.Context, key AddressKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwHostsAddressKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *HostsBucket) DeleteAddress(ctx context.Context, key AddressKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwHostsAddressKind, key, opts...)
+}
+
+// PurgeAddress deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *HostsBucket) PurgeAddress(ctx context.Context, key AddressKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwHostsAddressKind, key, opts...)
+}
+
+// AddressHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *HostsBucket) AddressHistory(ctx context.Context, key AddressKey) ([]kvwatch.HistoryEntry[netip.Addr], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwHostsAddressKind, key)
+}
+
+// ListAddress reads the Address entries within scopes, sorted by key, without
+// a consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *HostsBucket) ListAddress(ctx context.Context, scopes HostsScopes) ([]kvwatch.Entry[AddressKey, netip.Addr], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsAddressKind, scopes.KVWatchScopes())
+}
+
+// AddressKeys reads the keys of the Address entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *HostsBucket) AddressKeys(ctx context.Context, scopes HostsScopes) ([]AddressKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsAddressKind, scopes.KVWatchScopes())
 }
 
 // PutLink stores v under key and returns the new revision.
 func (b *HostsBucket) PutLink(ctx context.Context, key LinkKey, v url.URL) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwHostsLinkKind, key, v)
+}
+
+// CreateLink stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *HostsBucket) CreateLink(ctx context.Context, key LinkKey, v url.URL, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwHostsLinkKind, key, v, opts...)
+}
+
+// UpdateLink stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyLink retries such conflicts
+// for you.
+func (b *HostsBucket) UpdateLink(ctx context.Context, key LinkKey, v url.URL, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwHostsLinkKind, key, v, revision)
+}
+
+// ModifyLink reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *HostsBucket) ModifyLink(ctx context.Context, key LinkKey, fn func(*url.URL) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwHostsLinkKind, key, fn, opts...)
 }
 
 // GetLink reads the current value of key; a missing or deleted key is
@@ -372,7 +535,41 @@ func (b *HostsBucket) GetLink(ctx context.Context, key LinkKey) (kvwatch.Item[ur
 	return kvwatch.Get(ctx, b.kv, &kvwHostsLinkKind, key)
 }
 
-// DeleteLink deletes key; watchers see a delete event.
-func (b *HostsBucket) DeleteLink(ctx context.Context, key LinkKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwHostsLinkKind, key)
+// GetLinkRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *HostsBucket) GetLinkRevision(ctx context.Context, key LinkKey, revision uint64) (kvwatch.Item[url.URL], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwHostsLinkKind, key, revision)
+}
+
+// DeleteLink deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *HostsBucket) DeleteLink(ctx context.Context, key LinkKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwHostsLinkKind, key, opts...)
+}
+
+// PurgeLink deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *HostsBucket) PurgeLink(ctx context.Context, key LinkKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwHostsLinkKind, key, opts...)
+}
+
+// LinkHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *HostsBucket) LinkHistory(ctx context.Context, key LinkKey) ([]kvwatch.HistoryEntry[url.URL], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwHostsLinkKind, key)
+}
+
+// ListLink reads the Link entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *HostsBucket) ListLink(ctx context.Context, scopes HostsScopes) ([]kvwatch.Entry[LinkKey, url.URL], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsLinkKind, scopes.KVWatchScopes())
+}
+
+// LinkKeys reads the keys of the Link entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *HostsBucket) LinkKeys(ctx context.Context, scopes HostsScopes) ([]LinkKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsLinkKind, scopes.KVWatchScopes())
 }

@@ -188,17 +188,33 @@ func (cp DashCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// DashBucket reads and writes single entries of bucket -dash with typed keys
-// and values. Keys are checked before anything is sent: a key field that is
-// not a valid token is an error, never another key.
+// DashBucket reads and writes entries of bucket -dash with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type DashBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenDashBucket opens bucket -dash, or the bucket kvwatch.WithBucket among
+// opts names (-dash-staging; an edge server's mirror, whose writes go to the
+// hub). Its List, Keys and History methods read through js.
+func OpenDashBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*DashBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwDashSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &DashBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewDashBucket wraps kv: bucket -dash, or the bucket that holds its keys
-// under a name the environment gives it (-dash-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenDashBucket for them.
 func NewDashBucket(kv jetstream.KeyValue) *DashBucket {
 	return &DashBucket{kv: kv}
 }
@@ -213,13 +229,73 @@ func (b *DashBucket) PutItem(ctx context.Context, key ItemKey, v string) (uint64
 	return kvwatch.Put(ctx, b.kv, &kvwDashItemKind, key, v)
 }
 
+// CreateItem stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *DashBucket) CreateItem(ctx context.Context, key ItemKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwDashItemKind, key, v, opts...)
+}
+
+// UpdateItem stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyItem retries such conflicts
+// for you.
+func (b *DashBucket) UpdateItem(ctx context.Context, key ItemKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwDashItemKind, key, v, revision)
+}
+
+// ModifyItem reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *DashBucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwDashItemKind, key, fn, opts...)
+}
+
 // GetItem reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *DashBucket) GetItem(ctx context.Context, key ItemKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwDashItemKind, key)
 }
 
-// DeleteItem deletes key; watchers see a delete event.
-func (b *DashBucket) DeleteItem(ctx context.Context, key ItemKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwDashItemKind, key)
+// GetItemRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *DashBucket) GetItemRevision(ctx context.Context, key ItemKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwDashItemKind, key, revision)
+}
+
+// DeleteItem deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *DashBucket) DeleteItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwDashItemKind, key, opts...)
+}
+
+// PurgeItem deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *DashBucket) PurgeItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwDashItemKind, key, opts...)
+}
+
+// ItemHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *DashBucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwDashItemKind, key)
+}
+
+// ListItem reads the Item entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *DashBucket) ListItem(ctx context.Context, scopes DashScopes) ([]kvwatch.Entry[ItemKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwDashSpec, &kvwDashItemKind, scopes.KVWatchScopes())
+}
+
+// ItemKeys reads the keys of the Item entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *DashBucket) ItemKeys(ctx context.Context, scopes DashScopes) ([]ItemKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwDashSpec, &kvwDashItemKind, scopes.KVWatchScopes())
 }

@@ -189,17 +189,35 @@ func (cp EdgeWindowsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// EdgeWindowsBucket reads and writes single entries of bucket edge_windows
-// with typed keys and values. Keys are checked before anything is sent: a key
-// field that is not a valid token is an error, never another key.
+// EdgeWindowsBucket reads and writes entries of bucket edge_windows with
+// typed keys and values. Keys are checked before anything is sent: a key
+// field that is not a valid token is an error, never another key. Its methods
+// are safe for concurrent use.
 type EdgeWindowsBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenEdgeWindowsBucket opens bucket edge_windows, or the bucket
+// kvwatch.WithBucket among opts names (edge_windows-staging; an edge server's
+// mirror, whose writes go to the hub). Its List, Keys and History methods
+// read through js.
+func OpenEdgeWindowsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*EdgeWindowsBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwEdgeWindowsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &EdgeWindowsBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewEdgeWindowsBucket wraps kv: bucket edge_windows, or the bucket that
-// holds its keys under a name the environment gives it (edge_windows-staging;
-// an edge server's mirror, whose writes go to the hub). Watch that bucket
-// with kvwatch.WithBucket.
+// holds its keys under a name the environment gives it. Watch that bucket
+// with kvwatch.WithBucket. Its List, Keys and History methods need the
+// JetStream context (kvwatch.ErrNoJetStream): use OpenEdgeWindowsBucket for
+// them.
 func NewEdgeWindowsBucket(kv jetstream.KeyValue) *EdgeWindowsBucket {
 	return &EdgeWindowsBucket{kv: kv}
 }
@@ -214,13 +232,73 @@ func (b *EdgeWindowsBucket) PutEdge(ctx context.Context, key EdgeKey, v string) 
 	return kvwatch.Put(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v)
 }
 
+// CreateEdge stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *EdgeWindowsBucket) CreateEdge(ctx context.Context, key EdgeKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v, opts...)
+}
+
+// UpdateEdge stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyEdge retries such conflicts
+// for you.
+func (b *EdgeWindowsBucket) UpdateEdge(ctx context.Context, key EdgeKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v, revision)
+}
+
+// ModifyEdge reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *EdgeWindowsBucket) ModifyEdge(ctx context.Context, key EdgeKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, fn, opts...)
+}
+
 // GetEdge reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *EdgeWindowsBucket) GetEdge(ctx context.Context, key EdgeKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key)
 }
 
-// DeleteEdge deletes key; watchers see a delete event.
-func (b *EdgeWindowsBucket) DeleteEdge(ctx context.Context, key EdgeKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key)
+// GetEdgeRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *EdgeWindowsBucket) GetEdgeRevision(ctx context.Context, key EdgeKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, revision)
+}
+
+// DeleteEdge deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *EdgeWindowsBucket) DeleteEdge(ctx context.Context, key EdgeKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, opts...)
+}
+
+// PurgeEdge deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *EdgeWindowsBucket) PurgeEdge(ctx context.Context, key EdgeKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, opts...)
+}
+
+// EdgeHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *EdgeWindowsBucket) EdgeHistory(ctx context.Context, key EdgeKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwEdgeWindowsEdgeKind, key)
+}
+
+// ListEdge reads the Edge entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *EdgeWindowsBucket) ListEdge(ctx context.Context, scopes EdgeWindowsScopes) ([]kvwatch.Entry[EdgeKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwEdgeWindowsSpec, &kvwEdgeWindowsEdgeKind, scopes.KVWatchScopes())
+}
+
+// EdgeKeys reads the keys of the Edge entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *EdgeWindowsBucket) EdgeKeys(ctx context.Context, scopes EdgeWindowsScopes) ([]EdgeKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwEdgeWindowsSpec, &kvwEdgeWindowsEdgeKind, scopes.KVWatchScopes())
 }

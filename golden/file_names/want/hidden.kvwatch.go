@@ -189,17 +189,33 @@ func (cp HiddenCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// HiddenBucket reads and writes single entries of bucket _hidden with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// HiddenBucket reads and writes entries of bucket _hidden with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type HiddenBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenHiddenBucket opens bucket _hidden, or the bucket kvwatch.WithBucket
+// among opts names (_hidden-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenHiddenBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*HiddenBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwHiddenSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &HiddenBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewHiddenBucket wraps kv: bucket _hidden, or the bucket that holds its keys
-// under a name the environment gives it (_hidden-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenHiddenBucket for them.
 func NewHiddenBucket(kv jetstream.KeyValue) *HiddenBucket {
 	return &HiddenBucket{kv: kv}
 }
@@ -214,13 +230,74 @@ func (b *HiddenBucket) PutSecret(ctx context.Context, key SecretKey, v string) (
 	return kvwatch.Put(ctx, b.kv, &kvwHiddenSecretKind, key, v)
 }
 
+// CreateSecret stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *HiddenBucket) CreateSecret(ctx context.Context, key SecretKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwHiddenSecretKind, key, v, opts...)
+}
+
+// UpdateSecret stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifySecret retries such
+// conflicts for you.
+func (b *HiddenBucket) UpdateSecret(ctx context.Context, key SecretKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwHiddenSecretKind, key, v, revision)
+}
+
+// ModifySecret reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *HiddenBucket) ModifySecret(ctx context.Context, key SecretKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwHiddenSecretKind, key, fn, opts...)
+}
+
 // GetSecret reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *HiddenBucket) GetSecret(ctx context.Context, key SecretKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwHiddenSecretKind, key)
 }
 
+// GetSecretRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *HiddenBucket) GetSecretRevision(ctx context.Context, key SecretKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwHiddenSecretKind, key, revision)
+}
+
 // DeleteSecret deletes key; watchers see a delete event.
-func (b *HiddenBucket) DeleteSecret(ctx context.Context, key SecretKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwHiddenSecretKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *HiddenBucket) DeleteSecret(ctx context.Context, key SecretKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwHiddenSecretKind, key, opts...)
+}
+
+// PurgeSecret deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *HiddenBucket) PurgeSecret(ctx context.Context, key SecretKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwHiddenSecretKind, key, opts...)
+}
+
+// SecretHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *HiddenBucket) SecretHistory(ctx context.Context, key SecretKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwHiddenSecretKind, key)
+}
+
+// ListSecret reads the Secret entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *HiddenBucket) ListSecret(ctx context.Context, scopes HiddenScopes) ([]kvwatch.Entry[SecretKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwHiddenSpec, &kvwHiddenSecretKind, scopes.KVWatchScopes())
+}
+
+// SecretKeys reads the keys of the Secret entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *HiddenBucket) SecretKeys(ctx context.Context, scopes HiddenScopes) ([]SecretKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHiddenSpec, &kvwHiddenSecretKind, scopes.KVWatchScopes())
 }

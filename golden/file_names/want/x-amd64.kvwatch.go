@@ -188,17 +188,33 @@ func (cp XAmd64Checkpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// XAmd64Bucket reads and writes single entries of bucket x_amd64 with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// XAmd64Bucket reads and writes entries of bucket x_amd64 with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type XAmd64Bucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenXAmd64Bucket opens bucket x_amd64, or the bucket kvwatch.WithBucket
+// among opts names (x_amd64-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenXAmd64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*XAmd64Bucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwXAmd64Spec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &XAmd64Bucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewXAmd64Bucket wraps kv: bucket x_amd64, or the bucket that holds its keys
-// under a name the environment gives it (x_amd64-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenXAmd64Bucket for them.
 func NewXAmd64Bucket(kv jetstream.KeyValue) *XAmd64Bucket {
 	return &XAmd64Bucket{kv: kv}
 }
@@ -213,13 +229,73 @@ func (b *XAmd64Bucket) PutX(ctx context.Context, key XKey, v string) (uint64, er
 	return kvwatch.Put(ctx, b.kv, &kvwXAmd64XKind, key, v)
 }
 
+// CreateX stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *XAmd64Bucket) CreateX(ctx context.Context, key XKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwXAmd64XKind, key, v, opts...)
+}
+
+// UpdateX stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyX retries such conflicts
+// for you.
+func (b *XAmd64Bucket) UpdateX(ctx context.Context, key XKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwXAmd64XKind, key, v, revision)
+}
+
+// ModifyX reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *XAmd64Bucket) ModifyX(ctx context.Context, key XKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwXAmd64XKind, key, fn, opts...)
+}
+
 // GetX reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *XAmd64Bucket) GetX(ctx context.Context, key XKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwXAmd64XKind, key)
 }
 
-// DeleteX deletes key; watchers see a delete event.
-func (b *XAmd64Bucket) DeleteX(ctx context.Context, key XKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwXAmd64XKind, key)
+// GetXRevision reads key as it was at revision; a revision that is not key's,
+// or a delete, is jetstream.ErrKeyNotFound.
+func (b *XAmd64Bucket) GetXRevision(ctx context.Context, key XKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwXAmd64XKind, key, revision)
+}
+
+// DeleteX deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *XAmd64Bucket) DeleteX(ctx context.Context, key XKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwXAmd64XKind, key, opts...)
+}
+
+// PurgeX deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *XAmd64Bucket) PurgeX(ctx context.Context, key XKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwXAmd64XKind, key, opts...)
+}
+
+// XHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *XAmd64Bucket) XHistory(ctx context.Context, key XKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwXAmd64XKind, key)
+}
+
+// ListX reads the X entries within scopes, sorted by key, without a consumer:
+// exact as of the revision returned (see kvwatch.List; an entry that does not
+// decode is reported in the error, the others returned).
+func (b *XAmd64Bucket) ListX(ctx context.Context, scopes XAmd64Scopes) ([]kvwatch.Entry[XKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwXAmd64Spec, &kvwXAmd64XKind, scopes.KVWatchScopes())
+}
+
+// XKeys reads the keys of the X entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *XAmd64Bucket) XKeys(ctx context.Context, scopes XAmd64Scopes) ([]XKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwXAmd64Spec, &kvwXAmd64XKind, scopes.KVWatchScopes())
 }

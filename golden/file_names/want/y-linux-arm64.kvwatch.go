@@ -189,17 +189,35 @@ func (cp YLinuxARM64Checkpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// YLinuxARM64Bucket reads and writes single entries of bucket Y_Linux_ARM64
-// with typed keys and values. Keys are checked before anything is sent: a key
-// field that is not a valid token is an error, never another key.
+// YLinuxARM64Bucket reads and writes entries of bucket Y_Linux_ARM64 with
+// typed keys and values. Keys are checked before anything is sent: a key
+// field that is not a valid token is an error, never another key. Its methods
+// are safe for concurrent use.
 type YLinuxARM64Bucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenYLinuxARM64Bucket opens bucket Y_Linux_ARM64, or the bucket
+// kvwatch.WithBucket among opts names (Y_Linux_ARM64-staging; an edge
+// server's mirror, whose writes go to the hub). Its List, Keys and History
+// methods read through js.
+func OpenYLinuxARM64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*YLinuxARM64Bucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwYLinuxARM64Spec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &YLinuxARM64Bucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewYLinuxARM64Bucket wraps kv: bucket Y_Linux_ARM64, or the bucket that
-// holds its keys under a name the environment gives it
-// (Y_Linux_ARM64-staging; an edge server's mirror, whose writes go to the
-// hub). Watch that bucket with kvwatch.WithBucket.
+// holds its keys under a name the environment gives it. Watch that bucket
+// with kvwatch.WithBucket. Its List, Keys and History methods need the
+// JetStream context (kvwatch.ErrNoJetStream): use OpenYLinuxARM64Bucket for
+// them.
 func NewYLinuxARM64Bucket(kv jetstream.KeyValue) *YLinuxARM64Bucket {
 	return &YLinuxARM64Bucket{kv: kv}
 }
@@ -214,13 +232,73 @@ func (b *YLinuxARM64Bucket) PutY(ctx context.Context, key YKey, v string) (uint6
 	return kvwatch.Put(ctx, b.kv, &kvwYLinuxARM64YKind, key, v)
 }
 
+// CreateY stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *YLinuxARM64Bucket) CreateY(ctx context.Context, key YKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwYLinuxARM64YKind, key, v, opts...)
+}
+
+// UpdateY stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyY retries such conflicts
+// for you.
+func (b *YLinuxARM64Bucket) UpdateY(ctx context.Context, key YKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwYLinuxARM64YKind, key, v, revision)
+}
+
+// ModifyY reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *YLinuxARM64Bucket) ModifyY(ctx context.Context, key YKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwYLinuxARM64YKind, key, fn, opts...)
+}
+
 // GetY reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *YLinuxARM64Bucket) GetY(ctx context.Context, key YKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwYLinuxARM64YKind, key)
 }
 
-// DeleteY deletes key; watchers see a delete event.
-func (b *YLinuxARM64Bucket) DeleteY(ctx context.Context, key YKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwYLinuxARM64YKind, key)
+// GetYRevision reads key as it was at revision; a revision that is not key's,
+// or a delete, is jetstream.ErrKeyNotFound.
+func (b *YLinuxARM64Bucket) GetYRevision(ctx context.Context, key YKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwYLinuxARM64YKind, key, revision)
+}
+
+// DeleteY deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *YLinuxARM64Bucket) DeleteY(ctx context.Context, key YKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwYLinuxARM64YKind, key, opts...)
+}
+
+// PurgeY deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *YLinuxARM64Bucket) PurgeY(ctx context.Context, key YKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwYLinuxARM64YKind, key, opts...)
+}
+
+// YHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *YLinuxARM64Bucket) YHistory(ctx context.Context, key YKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwYLinuxARM64YKind, key)
+}
+
+// ListY reads the Y entries within scopes, sorted by key, without a consumer:
+// exact as of the revision returned (see kvwatch.List; an entry that does not
+// decode is reported in the error, the others returned).
+func (b *YLinuxARM64Bucket) ListY(ctx context.Context, scopes YLinuxARM64Scopes) ([]kvwatch.Entry[YKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwYLinuxARM64Spec, &kvwYLinuxARM64YKind, scopes.KVWatchScopes())
+}
+
+// YKeys reads the keys of the Y entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *YLinuxARM64Bucket) YKeys(ctx context.Context, scopes YLinuxARM64Scopes) ([]YKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwYLinuxARM64Spec, &kvwYLinuxARM64YKind, scopes.KVWatchScopes())
 }

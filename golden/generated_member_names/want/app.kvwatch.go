@@ -374,16 +374,33 @@ func (cp AppCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// AppBucket reads and writes single entries of bucket app with typed keys and
+// AppBucket reads and writes entries of bucket app with typed keys and
 // values. Keys are checked before anything is sent: a key field that is not a
-// valid token is an error, never another key.
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type AppBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenAppBucket opens bucket app, or the bucket kvwatch.WithBucket among opts
+// names (app-staging; an edge server's mirror, whose writes go to the hub).
+// Its List, Keys and History methods read through js.
+func OpenAppBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*AppBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwAppSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AppBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewAppBucket wraps kv: bucket app, or the bucket that holds its keys under
-// a name the environment gives it (app-staging; an edge server's mirror,
-// whose writes go to the hub). Watch that bucket with kvwatch.WithBucket.
+// a name the environment gives it. Watch that bucket with kvwatch.WithBucket.
+// Its List, Keys and History methods need the JetStream context
+// (kvwatch.ErrNoJetStream): use OpenAppBucket for them.
 func NewAppBucket(kv jetstream.KeyValue) *AppBucket {
 	return &AppBucket{kv: kv}
 }
@@ -398,20 +415,106 @@ func (b *AppBucket) PutStr(ctx context.Context, key StrKey, v string) (uint64, e
 	return kvwatch.Put(ctx, b.kv, &kvwAppStrKind, key, v)
 }
 
+// CreateStr stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *AppBucket) CreateStr(ctx context.Context, key StrKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwAppStrKind, key, v, opts...)
+}
+
+// UpdateStr stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyStr retries such conflicts
+// for you.
+func (b *AppBucket) UpdateStr(ctx context.Context, key StrKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwAppStrKind, key, v, revision)
+}
+
+// ModifyStr reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *AppBucket) ModifyStr(ctx context.Context, key StrKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwAppStrKind, key, fn, opts...)
+}
+
 // GetStr reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetStr(ctx context.Context, key StrKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwAppStrKind, key)
 }
 
-// DeleteStr deletes key; watchers see a delete event.
-func (b *AppBucket) DeleteStr(ctx context.Context, key StrKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppStrKind, key)
+// GetStrRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *AppBucket) GetStrRevision(ctx context.Context, key StrKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwAppStrKind, key, revision)
+}
+
+// DeleteStr deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *AppBucket) DeleteStr(ctx context.Context, key StrKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwAppStrKind, key, opts...)
+}
+
+// PurgeStr deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *AppBucket) PurgeStr(ctx context.Context, key StrKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwAppStrKind, key, opts...)
+}
+
+// StrHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *AppBucket) StrHistory(ctx context.Context, key StrKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwAppStrKind, key)
+}
+
+// ListStr reads the Str entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *AppBucket) ListStr(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[StrKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppStrKind, scopes.KVWatchScopes())
+}
+
+// StrKeys reads the keys of the Str entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *AppBucket) StrKeys(ctx context.Context, scopes AppScopes) ([]StrKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppStrKind, scopes.KVWatchScopes())
 }
 
 // PutSynced stores v under key and returns the new revision.
 func (b *AppBucket) PutSynced(ctx context.Context, key SyncedKey, v string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwAppSyncedKind, key, v)
+}
+
+// CreateSynced stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *AppBucket) CreateSynced(ctx context.Context, key SyncedKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwAppSyncedKind, key, v, opts...)
+}
+
+// UpdateSynced stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifySynced retries such
+// conflicts for you.
+func (b *AppBucket) UpdateSynced(ctx context.Context, key SyncedKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwAppSyncedKind, key, v, revision)
+}
+
+// ModifySynced reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *AppBucket) ModifySynced(ctx context.Context, key SyncedKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwAppSyncedKind, key, fn, opts...)
 }
 
 // GetSynced reads the current value of key; a missing or deleted key is
@@ -420,14 +523,75 @@ func (b *AppBucket) GetSynced(ctx context.Context, key SyncedKey) (kvwatch.Item[
 	return kvwatch.Get(ctx, b.kv, &kvwAppSyncedKind, key)
 }
 
+// GetSyncedRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *AppBucket) GetSyncedRevision(ctx context.Context, key SyncedKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwAppSyncedKind, key, revision)
+}
+
 // DeleteSynced deletes key; watchers see a delete event.
-func (b *AppBucket) DeleteSynced(ctx context.Context, key SyncedKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppSyncedKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *AppBucket) DeleteSynced(ctx context.Context, key SyncedKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwAppSyncedKind, key, opts...)
+}
+
+// PurgeSynced deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *AppBucket) PurgeSynced(ctx context.Context, key SyncedKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwAppSyncedKind, key, opts...)
+}
+
+// SyncedHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *AppBucket) SyncedHistory(ctx context.Context, key SyncedKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwAppSyncedKind, key)
+}
+
+// ListSynced reads the Synced entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *AppBucket) ListSynced(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[SyncedKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppSyncedKind, scopes.KVWatchScopes())
+}
+
+// SyncedKeys reads the keys of the Synced entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *AppBucket) SyncedKeys(ctx context.Context, scopes AppScopes) ([]SyncedKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppSyncedKind, scopes.KVWatchScopes())
 }
 
 // PutError stores v under key and returns the new revision.
 func (b *AppBucket) PutError(ctx context.Context, key ErrorKey, v string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwAppErrorKind, key, v)
+}
+
+// CreateError stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *AppBucket) CreateError(ctx context.Context, key ErrorKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwAppErrorKind, key, v, opts...)
+}
+
+// UpdateError stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyError retries such
+// conflicts for you.
+func (b *AppBucket) UpdateError(ctx context.Context, key ErrorKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwAppErrorKind, key, v, revision)
+}
+
+// ModifyError reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *AppBucket) ModifyError(ctx context.Context, key ErrorKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwAppErrorKind, key, fn, opts...)
 }
 
 // GetError reads the current value of key; a missing or deleted key is
@@ -436,14 +600,75 @@ func (b *AppBucket) GetError(ctx context.Context, key ErrorKey) (kvwatch.Item[st
 	return kvwatch.Get(ctx, b.kv, &kvwAppErrorKind, key)
 }
 
+// GetErrorRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *AppBucket) GetErrorRevision(ctx context.Context, key ErrorKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwAppErrorKind, key, revision)
+}
+
 // DeleteError deletes key; watchers see a delete event.
-func (b *AppBucket) DeleteError(ctx context.Context, key ErrorKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppErrorKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *AppBucket) DeleteError(ctx context.Context, key ErrorKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwAppErrorKind, key, opts...)
+}
+
+// PurgeError deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *AppBucket) PurgeError(ctx context.Context, key ErrorKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwAppErrorKind, key, opts...)
+}
+
+// ErrorHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *AppBucket) ErrorHistory(ctx context.Context, key ErrorKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwAppErrorKind, key)
+}
+
+// ListError reads the Error entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *AppBucket) ListError(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[ErrorKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppErrorKind, scopes.KVWatchScopes())
+}
+
+// ErrorKeys reads the keys of the Error entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *AppBucket) ErrorKeys(ctx context.Context, scopes AppScopes) ([]ErrorKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppErrorKind, scopes.KVWatchScopes())
 }
 
 // PutRevision stores v under key and returns the new revision.
 func (b *AppBucket) PutRevision(ctx context.Context, key RevisionKey, v string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwAppRevisionKind, key, v)
+}
+
+// CreateRevision stores v under key only if key does not exist or was
+// deleted, and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *AppBucket) CreateRevision(ctx context.Context, key RevisionKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwAppRevisionKind, key, v, opts...)
+}
+
+// UpdateRevision stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyRevision retries such
+// conflicts for you.
+func (b *AppBucket) UpdateRevision(ctx context.Context, key RevisionKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwAppRevisionKind, key, v, revision)
+}
+
+// ModifyRevision reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *AppBucket) ModifyRevision(ctx context.Context, key RevisionKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwAppRevisionKind, key, fn, opts...)
 }
 
 // GetRevision reads the current value of key; a missing or deleted key is
@@ -452,7 +677,42 @@ func (b *AppBucket) GetRevision(ctx context.Context, key RevisionKey) (kvwatch.I
 	return kvwatch.Get(ctx, b.kv, &kvwAppRevisionKind, key)
 }
 
+// GetRevisionRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *AppBucket) GetRevisionRevision(ctx context.Context, key RevisionKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwAppRevisionKind, key, revision)
+}
+
 // DeleteRevision deletes key; watchers see a delete event.
-func (b *AppBucket) DeleteRevision(ctx context.Context, key RevisionKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppRevisionKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *AppBucket) DeleteRevision(ctx context.Context, key RevisionKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwAppRevisionKind, key, opts...)
+}
+
+// PurgeRevision deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *AppBucket) PurgeRevision(ctx context.Context, key RevisionKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwAppRevisionKind, key, opts...)
+}
+
+// RevisionHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *AppBucket) RevisionHistory(ctx context.Context, key RevisionKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwAppRevisionKind, key)
+}
+
+// ListRevision reads the Revision entries within scopes, sorted by key,
+// without a consumer: exact as of the revision returned (see kvwatch.List; an
+// entry that does not decode is reported in the error, the others returned).
+func (b *AppBucket) ListRevision(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[RevisionKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppRevisionKind, scopes.KVWatchScopes())
+}
+
+// RevisionKeys reads the keys of the Revision entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *AppBucket) RevisionKeys(ctx context.Context, scopes AppScopes) ([]RevisionKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppRevisionKind, scopes.KVWatchScopes())
 }

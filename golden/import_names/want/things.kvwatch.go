@@ -556,17 +556,33 @@ func (cp ThingsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// ThingsBucket reads and writes single entries of bucket things with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// ThingsBucket reads and writes entries of bucket things with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type ThingsBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenThingsBucket opens bucket things, or the bucket kvwatch.WithBucket
+// among opts names (things-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenThingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ThingsBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwThingsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ThingsBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewThingsBucket wraps kv: bucket things, or the bucket that holds its keys
-// under a name the environment gives it (things-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenThingsBucket for them.
 func NewThingsBucket(kv jetstream.KeyValue) *ThingsBucket {
 	return &ThingsBucket{kv: kv}
 }
@@ -581,20 +597,106 @@ func (b *ThingsBucket) PutVs(ctx context.Context, key VsKey, v []vpkg2.T) (uint6
 	return kvwatch.Put(ctx, b.kv, &kvwThingsVsKind, key, v)
 }
 
+// CreateVs stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ThingsBucket) CreateVs(ctx context.Context, key VsKey, v []vpkg2.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwThingsVsKind, key, v, opts...)
+}
+
+// UpdateVs stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyVs retries such conflicts
+// for you.
+func (b *ThingsBucket) UpdateVs(ctx context.Context, key VsKey, v []vpkg2.T, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwThingsVsKind, key, v, revision)
+}
+
+// ModifyVs reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ThingsBucket) ModifyVs(ctx context.Context, key VsKey, fn func(*[]vpkg2.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwThingsVsKind, key, fn, opts...)
+}
+
 // GetVs reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetVs(ctx context.Context, key VsKey) (kvwatch.Item[[]vpkg2.T], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwThingsVsKind, key)
 }
 
-// DeleteVs deletes key; watchers see a delete event.
-func (b *ThingsBucket) DeleteVs(ctx context.Context, key VsKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsVsKind, key)
+// GetVsRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) GetVsRevision(ctx context.Context, key VsKey, revision uint64) (kvwatch.Item[[]vpkg2.T], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsVsKind, key, revision)
+}
+
+// DeleteVs deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ThingsBucket) DeleteVs(ctx context.Context, key VsKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwThingsVsKind, key, opts...)
+}
+
+// PurgeVs deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ThingsBucket) PurgeVs(ctx context.Context, key VsKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwThingsVsKind, key, opts...)
+}
+
+// VsHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) VsHistory(ctx context.Context, key VsKey) ([]kvwatch.HistoryEntry[[]vpkg2.T], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsVsKind, key)
+}
+
+// ListVs reads the Vs entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ThingsBucket) ListVs(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[VsKey, []vpkg2.T], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsVsKind, scopes.KVWatchScopes())
+}
+
+// VsKeys reads the keys of the Vs entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *ThingsBucket) VsKeys(ctx context.Context, scopes ThingsScopes) ([]VsKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsVsKind, scopes.KVWatchScopes())
 }
 
 // PutCP stores v under key and returns the new revision.
 func (b *ThingsBucket) PutCP(ctx context.Context, key CPKey, v cppkg.T) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwThingsCPKind, key, v)
+}
+
+// CreateCP stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ThingsBucket) CreateCP(ctx context.Context, key CPKey, v cppkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwThingsCPKind, key, v, opts...)
+}
+
+// UpdateCP stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyCP retries such conflicts
+// for you.
+func (b *ThingsBucket) UpdateCP(ctx context.Context, key CPKey, v cppkg.T, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwThingsCPKind, key, v, revision)
+}
+
+// ModifyCP reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ThingsBucket) ModifyCP(ctx context.Context, key CPKey, fn func(*cppkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwThingsCPKind, key, fn, opts...)
 }
 
 // GetCP reads the current value of key; a missing or deleted key is
@@ -603,14 +705,74 @@ func (b *ThingsBucket) GetCP(ctx context.Context, key CPKey) (kvwatch.Item[cppkg
 	return kvwatch.Get(ctx, b.kv, &kvwThingsCPKind, key)
 }
 
-// DeleteCP deletes key; watchers see a delete event.
-func (b *ThingsBucket) DeleteCP(ctx context.Context, key CPKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsCPKind, key)
+// GetCPRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) GetCPRevision(ctx context.Context, key CPKey, revision uint64) (kvwatch.Item[cppkg.T], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsCPKind, key, revision)
+}
+
+// DeleteCP deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ThingsBucket) DeleteCP(ctx context.Context, key CPKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwThingsCPKind, key, opts...)
+}
+
+// PurgeCP deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ThingsBucket) PurgeCP(ctx context.Context, key CPKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwThingsCPKind, key, opts...)
+}
+
+// CPHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) CPHistory(ctx context.Context, key CPKey) ([]kvwatch.HistoryEntry[cppkg.T], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsCPKind, key)
+}
+
+// ListCP reads the CP entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ThingsBucket) ListCP(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[CPKey, cppkg.T], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsCPKind, scopes.KVWatchScopes())
+}
+
+// CPKeys reads the keys of the CP entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *ThingsBucket) CPKeys(ctx context.Context, scopes ThingsScopes) ([]CPKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsCPKind, scopes.KVWatchScopes())
 }
 
 // PutErr stores v under key and returns the new revision.
 func (b *ThingsBucket) PutErr(ctx context.Context, key ErrKey, v map[string]errpkg.T) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwThingsErrKind, key, v)
+}
+
+// CreateErr stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ThingsBucket) CreateErr(ctx context.Context, key ErrKey, v map[string]errpkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwThingsErrKind, key, v, opts...)
+}
+
+// UpdateErr stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyErr retries such conflicts
+// for you.
+func (b *ThingsBucket) UpdateErr(ctx context.Context, key ErrKey, v map[string]errpkg.T, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwThingsErrKind, key, v, revision)
+}
+
+// ModifyErr reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ThingsBucket) ModifyErr(ctx context.Context, key ErrKey, fn func(*map[string]errpkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwThingsErrKind, key, fn, opts...)
 }
 
 // GetErr reads the current value of key; a missing or deleted key is
@@ -619,14 +781,74 @@ func (b *ThingsBucket) GetErr(ctx context.Context, key ErrKey) (kvwatch.Item[map
 	return kvwatch.Get(ctx, b.kv, &kvwThingsErrKind, key)
 }
 
-// DeleteErr deletes key; watchers see a delete event.
-func (b *ThingsBucket) DeleteErr(ctx context.Context, key ErrKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsErrKind, key)
+// GetErrRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) GetErrRevision(ctx context.Context, key ErrKey, revision uint64) (kvwatch.Item[map[string]errpkg.T], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsErrKind, key, revision)
+}
+
+// DeleteErr deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ThingsBucket) DeleteErr(ctx context.Context, key ErrKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwThingsErrKind, key, opts...)
+}
+
+// PurgeErr deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ThingsBucket) PurgeErr(ctx context.Context, key ErrKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwThingsErrKind, key, opts...)
+}
+
+// ErrHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) ErrHistory(ctx context.Context, key ErrKey) ([]kvwatch.HistoryEntry[map[string]errpkg.T], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsErrKind, key)
+}
+
+// ListErr reads the Err entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ThingsBucket) ListErr(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[ErrKey, map[string]errpkg.T], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsErrKind, scopes.KVWatchScopes())
+}
+
+// ErrKeys reads the keys of the Err entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *ThingsBucket) ErrKeys(ctx context.Context, scopes ThingsScopes) ([]ErrKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsErrKind, scopes.KVWatchScopes())
 }
 
 // PutW stores v under key and returns the new revision.
 func (b *ThingsBucket) PutW(ctx context.Context, key WKey, v wpkg.T) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwThingsWKind, key, v)
+}
+
+// CreateW stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ThingsBucket) CreateW(ctx context.Context, key WKey, v wpkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwThingsWKind, key, v, opts...)
+}
+
+// UpdateW stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyW retries such conflicts
+// for you.
+func (b *ThingsBucket) UpdateW(ctx context.Context, key WKey, v wpkg.T, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwThingsWKind, key, v, revision)
+}
+
+// ModifyW reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ThingsBucket) ModifyW(ctx context.Context, key WKey, fn func(*wpkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwThingsWKind, key, fn, opts...)
 }
 
 // GetW reads the current value of key; a missing or deleted key is
@@ -635,14 +857,74 @@ func (b *ThingsBucket) GetW(ctx context.Context, key WKey) (kvwatch.Item[wpkg.T]
 	return kvwatch.Get(ctx, b.kv, &kvwThingsWKind, key)
 }
 
-// DeleteW deletes key; watchers see a delete event.
-func (b *ThingsBucket) DeleteW(ctx context.Context, key WKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsWKind, key)
+// GetWRevision reads key as it was at revision; a revision that is not key's,
+// or a delete, is jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) GetWRevision(ctx context.Context, key WKey, revision uint64) (kvwatch.Item[wpkg.T], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsWKind, key, revision)
+}
+
+// DeleteW deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ThingsBucket) DeleteW(ctx context.Context, key WKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwThingsWKind, key, opts...)
+}
+
+// PurgeW deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ThingsBucket) PurgeW(ctx context.Context, key WKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwThingsWKind, key, opts...)
+}
+
+// WHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) WHistory(ctx context.Context, key WKey) ([]kvwatch.HistoryEntry[wpkg.T], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsWKind, key)
+}
+
+// ListW reads the W entries within scopes, sorted by key, without a consumer:
+// exact as of the revision returned (see kvwatch.List; an entry that does not
+// decode is reported in the error, the others returned).
+func (b *ThingsBucket) ListW(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[WKey, wpkg.T], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsWKind, scopes.KVWatchScopes())
+}
+
+// WKeys reads the keys of the W entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *ThingsBucket) WKeys(ctx context.Context, scopes ThingsScopes) ([]WKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsWKind, scopes.KVWatchScopes())
 }
 
 // PutAny stores v under key and returns the new revision.
 func (b *ThingsBucket) PutAny(ctx context.Context, key AnyKey, v anypkg.T) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwThingsAnyKind, key, v)
+}
+
+// CreateAny stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ThingsBucket) CreateAny(ctx context.Context, key AnyKey, v anypkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwThingsAnyKind, key, v, opts...)
+}
+
+// UpdateAny stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyAny retries such conflicts
+// for you.
+func (b *ThingsBucket) UpdateAny(ctx context.Context, key AnyKey, v anypkg.T, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwThingsAnyKind, key, v, revision)
+}
+
+// ModifyAny reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ThingsBucket) ModifyAny(ctx context.Context, key AnyKey, fn func(*anypkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwThingsAnyKind, key, fn, opts...)
 }
 
 // GetAny reads the current value of key; a missing or deleted key is
@@ -651,14 +933,74 @@ func (b *ThingsBucket) GetAny(ctx context.Context, key AnyKey) (kvwatch.Item[any
 	return kvwatch.Get(ctx, b.kv, &kvwThingsAnyKind, key)
 }
 
-// DeleteAny deletes key; watchers see a delete event.
-func (b *ThingsBucket) DeleteAny(ctx context.Context, key AnyKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsAnyKind, key)
+// GetAnyRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) GetAnyRevision(ctx context.Context, key AnyKey, revision uint64) (kvwatch.Item[anypkg.T], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsAnyKind, key, revision)
+}
+
+// DeleteAny deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ThingsBucket) DeleteAny(ctx context.Context, key AnyKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwThingsAnyKind, key, opts...)
+}
+
+// PurgeAny deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ThingsBucket) PurgeAny(ctx context.Context, key AnyKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwThingsAnyKind, key, opts...)
+}
+
+// AnyHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) AnyHistory(ctx context.Context, key AnyKey) ([]kvwatch.HistoryEntry[anypkg.T], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsAnyKind, key)
+}
+
+// ListAny reads the Any entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ThingsBucket) ListAny(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[AnyKey, anypkg.T], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsAnyKind, scopes.KVWatchScopes())
+}
+
+// AnyKeys reads the keys of the Any entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *ThingsBucket) AnyKeys(ctx context.Context, scopes ThingsScopes) ([]AnyKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsAnyKind, scopes.KVWatchScopes())
 }
 
 // PutKey stores v under key and returns the new revision.
 func (b *ThingsBucket) PutKey(ctx context.Context, key KeyKey, v keypkg2.T) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwThingsKeyKind, key, v)
+}
+
+// CreateKey stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ThingsBucket) CreateKey(ctx context.Context, key KeyKey, v keypkg2.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwThingsKeyKind, key, v, opts...)
+}
+
+// UpdateKey stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyKey retries such conflicts
+// for you.
+func (b *ThingsBucket) UpdateKey(ctx context.Context, key KeyKey, v keypkg2.T, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwThingsKeyKind, key, v, revision)
+}
+
+// ModifyKey reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ThingsBucket) ModifyKey(ctx context.Context, key KeyKey, fn func(*keypkg2.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwThingsKeyKind, key, fn, opts...)
 }
 
 // GetKey reads the current value of key; a missing or deleted key is
@@ -667,14 +1009,74 @@ func (b *ThingsBucket) GetKey(ctx context.Context, key KeyKey) (kvwatch.Item[key
 	return kvwatch.Get(ctx, b.kv, &kvwThingsKeyKind, key)
 }
 
-// DeleteKey deletes key; watchers see a delete event.
-func (b *ThingsBucket) DeleteKey(ctx context.Context, key KeyKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsKeyKind, key)
+// GetKeyRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) GetKeyRevision(ctx context.Context, key KeyKey, revision uint64) (kvwatch.Item[keypkg2.T], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsKeyKind, key, revision)
+}
+
+// DeleteKey deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ThingsBucket) DeleteKey(ctx context.Context, key KeyKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwThingsKeyKind, key, opts...)
+}
+
+// PurgeKey deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ThingsBucket) PurgeKey(ctx context.Context, key KeyKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwThingsKeyKind, key, opts...)
+}
+
+// KeyHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) KeyHistory(ctx context.Context, key KeyKey) ([]kvwatch.HistoryEntry[keypkg2.T], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsKeyKind, key)
+}
+
+// ListKey reads the Key entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ThingsBucket) ListKey(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[KeyKey, keypkg2.T], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsKeyKind, scopes.KVWatchScopes())
+}
+
+// KeyKeys reads the keys of the Key entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *ThingsBucket) KeyKeys(ctx context.Context, scopes ThingsScopes) ([]KeyKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsKeyKind, scopes.KVWatchScopes())
 }
 
 // PutHolder stores v under key and returns the new revision.
 func (b *ThingsBucket) PutHolder(ctx context.Context, key HolderKey, v Holder) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwThingsHolderKind, key, v)
+}
+
+// CreateHolder stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ThingsBucket) CreateHolder(ctx context.Context, key HolderKey, v Holder, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwThingsHolderKind, key, v, opts...)
+}
+
+// UpdateHolder stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyHolder retries such
+// conflicts for you.
+func (b *ThingsBucket) UpdateHolder(ctx context.Context, key HolderKey, v Holder, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwThingsHolderKind, key, v, revision)
+}
+
+// ModifyHolder reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ThingsBucket) ModifyHolder(ctx context.Context, key HolderKey, fn func(*Holder) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwThingsHolderKind, key, fn, opts...)
 }
 
 // GetHolder reads the current value of key; a missing or deleted key is
@@ -683,7 +1085,42 @@ func (b *ThingsBucket) GetHolder(ctx context.Context, key HolderKey) (kvwatch.It
 	return kvwatch.Get(ctx, b.kv, &kvwThingsHolderKind, key)
 }
 
+// GetHolderRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) GetHolderRevision(ctx context.Context, key HolderKey, revision uint64) (kvwatch.Item[Holder], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsHolderKind, key, revision)
+}
+
 // DeleteHolder deletes key; watchers see a delete event.
-func (b *ThingsBucket) DeleteHolder(ctx context.Context, key HolderKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsHolderKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ThingsBucket) DeleteHolder(ctx context.Context, key HolderKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwThingsHolderKind, key, opts...)
+}
+
+// PurgeHolder deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ThingsBucket) PurgeHolder(ctx context.Context, key HolderKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwThingsHolderKind, key, opts...)
+}
+
+// HolderHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ThingsBucket) HolderHistory(ctx context.Context, key HolderKey) ([]kvwatch.HistoryEntry[Holder], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsHolderKind, key)
+}
+
+// ListHolder reads the Holder entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ThingsBucket) ListHolder(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[HolderKey, Holder], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsHolderKind, scopes.KVWatchScopes())
+}
+
+// HolderKeys reads the keys of the Holder entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ThingsBucket) HolderKeys(ctx context.Context, scopes ThingsScopes) ([]HolderKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsHolderKind, scopes.KVWatchScopes())
 }

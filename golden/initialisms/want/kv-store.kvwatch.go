@@ -205,17 +205,33 @@ func (cp KVStoreCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// KVStoreBucket reads and writes single entries of bucket kv-store with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// KVStoreBucket reads and writes entries of bucket kv-store with typed keys
+// and values. Keys are checked before anything is sent: a key field that is
+// not a valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type KVStoreBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenKVStoreBucket opens bucket kv-store, or the bucket kvwatch.WithBucket
+// among opts names (kv-store-staging; an edge server's mirror, whose writes
+// go to the hub). Its List, Keys and History methods read through js.
+func OpenKVStoreBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*KVStoreBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwKVStoreSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &KVStoreBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewKVStoreBucket wraps kv: bucket kv-store, or the bucket that holds its
-// keys under a name the environment gives it (kv-store-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenKVStoreBucket for them.
 func NewKVStoreBucket(kv jetstream.KeyValue) *KVStoreBucket {
 	return &KVStoreBucket{kv: kv}
 }
@@ -230,13 +246,74 @@ func (b *KVStoreBucket) PutAPIKey(ctx context.Context, key APIKeyKey, v APIKey) 
 	return kvwatch.Put(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v)
 }
 
+// CreateAPIKey stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *KVStoreBucket) CreateAPIKey(ctx context.Context, key APIKeyKey, v APIKey, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v, opts...)
+}
+
+// UpdateAPIKey stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyAPIKey retries such
+// conflicts for you.
+func (b *KVStoreBucket) UpdateAPIKey(ctx context.Context, key APIKeyKey, v APIKey, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v, revision)
+}
+
+// ModifyAPIKey reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *KVStoreBucket) ModifyAPIKey(ctx context.Context, key APIKeyKey, fn func(*APIKey) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, fn, opts...)
+}
+
 // GetAPIKey reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *KVStoreBucket) GetAPIKey(ctx context.Context, key APIKeyKey) (kvwatch.Item[APIKey], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwKVStoreAPIKeyKind, key)
 }
 
+// GetAPIKeyRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *KVStoreBucket) GetAPIKeyRevision(ctx context.Context, key APIKeyKey, revision uint64) (kvwatch.Item[APIKey], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, revision)
+}
+
 // DeleteAPIKey deletes key; watchers see a delete event.
-func (b *KVStoreBucket) DeleteAPIKey(ctx context.Context, key APIKeyKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwKVStoreAPIKeyKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *KVStoreBucket) DeleteAPIKey(ctx context.Context, key APIKeyKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, opts...)
+}
+
+// PurgeAPIKey deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *KVStoreBucket) PurgeAPIKey(ctx context.Context, key APIKeyKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, opts...)
+}
+
+// APIKeyHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *KVStoreBucket) APIKeyHistory(ctx context.Context, key APIKeyKey) ([]kvwatch.HistoryEntry[APIKey], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwKVStoreAPIKeyKind, key)
+}
+
+// ListAPIKey reads the APIKey entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *KVStoreBucket) ListAPIKey(ctx context.Context, scopes KVStoreScopes) ([]kvwatch.Entry[APIKeyKey, APIKey], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwKVStoreSpec, &kvwKVStoreAPIKeyKind, scopes.KVWatchScopes())
+}
+
+// APIKeyKeys reads the keys of the APIKey entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *KVStoreBucket) APIKeyKeys(ctx context.Context, scopes KVStoreScopes) ([]APIKeyKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwKVStoreSpec, &kvwKVStoreAPIKeyKind, scopes.KVWatchScopes())
 }

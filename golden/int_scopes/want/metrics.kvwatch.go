@@ -261,17 +261,33 @@ func (cp MetricsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// MetricsBucket reads and writes single entries of bucket metrics with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// MetricsBucket reads and writes entries of bucket metrics with typed keys
+// and values. Keys are checked before anything is sent: a key field that is
+// not a valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type MetricsBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenMetricsBucket opens bucket metrics, or the bucket kvwatch.WithBucket
+// among opts names (metrics-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenMetricsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*MetricsBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwMetricsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &MetricsBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewMetricsBucket wraps kv: bucket metrics, or the bucket that holds its
-// keys under a name the environment gives it (metrics-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenMetricsBucket for them.
 func NewMetricsBucket(kv jetstream.KeyValue) *MetricsBucket {
 	return &MetricsBucket{kv: kv}
 }
@@ -286,13 +302,74 @@ func (b *MetricsBucket) PutSample(ctx context.Context, key SampleKey, v float64)
 	return kvwatch.Put(ctx, b.kv, &kvwMetricsSampleKind, key, v)
 }
 
+// CreateSample stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *MetricsBucket) CreateSample(ctx context.Context, key SampleKey, v float64, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwMetricsSampleKind, key, v, opts...)
+}
+
+// UpdateSample stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifySample retries such
+// conflicts for you.
+func (b *MetricsBucket) UpdateSample(ctx context.Context, key SampleKey, v float64, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwMetricsSampleKind, key, v, revision)
+}
+
+// ModifySample reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *MetricsBucket) ModifySample(ctx context.Context, key SampleKey, fn func(*float64) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwMetricsSampleKind, key, fn, opts...)
+}
+
 // GetSample reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *MetricsBucket) GetSample(ctx context.Context, key SampleKey) (kvwatch.Item[float64], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwMetricsSampleKind, key)
 }
 
+// GetSampleRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *MetricsBucket) GetSampleRevision(ctx context.Context, key SampleKey, revision uint64) (kvwatch.Item[float64], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwMetricsSampleKind, key, revision)
+}
+
 // DeleteSample deletes key; watchers see a delete event.
-func (b *MetricsBucket) DeleteSample(ctx context.Context, key SampleKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwMetricsSampleKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *MetricsBucket) DeleteSample(ctx context.Context, key SampleKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwMetricsSampleKind, key, opts...)
+}
+
+// PurgeSample deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *MetricsBucket) PurgeSample(ctx context.Context, key SampleKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwMetricsSampleKind, key, opts...)
+}
+
+// SampleHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *MetricsBucket) SampleHistory(ctx context.Context, key SampleKey) ([]kvwatch.HistoryEntry[float64], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwMetricsSampleKind, key)
+}
+
+// ListSample reads the Sample entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *MetricsBucket) ListSample(ctx context.Context, scopes MetricsScopes) ([]kvwatch.Entry[SampleKey, float64], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwMetricsSpec, &kvwMetricsSampleKind, scopes.KVWatchScopes())
+}
+
+// SampleKeys reads the keys of the Sample entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *MetricsBucket) SampleKeys(ctx context.Context, scopes MetricsScopes) ([]SampleKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwMetricsSpec, &kvwMetricsSampleKind, scopes.KVWatchScopes())
 }

@@ -485,17 +485,33 @@ func (cp ValuesCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// ValuesBucket reads and writes single entries of bucket values with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// ValuesBucket reads and writes entries of bucket values with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type ValuesBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenValuesBucket opens bucket values, or the bucket kvwatch.WithBucket
+// among opts names (values-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenValuesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ValuesBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwValuesSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ValuesBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewValuesBucket wraps kv: bucket values, or the bucket that holds its keys
-// under a name the environment gives it (values-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenValuesBucket for them.
 func NewValuesBucket(kv jetstream.KeyValue) *ValuesBucket {
 	return &ValuesBucket{kv: kv}
 }
@@ -510,20 +526,107 @@ func (b *ValuesBucket) PutEverything(ctx context.Context, key EverythingKey, v E
 	return kvwatch.Put(ctx, b.kv, &kvwValuesEverythingKind, key, v)
 }
 
+// CreateEverything stores v under key only if key does not exist or was
+// deleted, and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ValuesBucket) CreateEverything(ctx context.Context, key EverythingKey, v Everything, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwValuesEverythingKind, key, v, opts...)
+}
+
+// UpdateEverything stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyEverything retries such
+// conflicts for you.
+func (b *ValuesBucket) UpdateEverything(ctx context.Context, key EverythingKey, v Everything, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwValuesEverythingKind, key, v, revision)
+}
+
+// ModifyEverything reads key, lets fn change a copy of its value, and writes
+// it back if key is still at the revision read; on a conflict it reads again
+// and retries, with backoff, so that concurrent modifiers each apply their
+// change once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ValuesBucket) ModifyEverything(ctx context.Context, key EverythingKey, fn func(*Everything) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwValuesEverythingKind, key, fn, opts...)
+}
+
 // GetEverything reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetEverything(ctx context.Context, key EverythingKey) (kvwatch.Item[Everything], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwValuesEverythingKind, key)
 }
 
+// GetEverythingRevision reads key as it was at revision; a revision that is
+// not key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) GetEverythingRevision(ctx context.Context, key EverythingKey, revision uint64) (kvwatch.Item[Everything], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesEverythingKind, key, revision)
+}
+
 // DeleteEverything deletes key; watchers see a delete event.
-func (b *ValuesBucket) DeleteEverything(ctx context.Context, key EverythingKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesEverythingKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ValuesBucket) DeleteEverything(ctx context.Context, key EverythingKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwValuesEverythingKind, key, opts...)
+}
+
+// PurgeEverything deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ValuesBucket) PurgeEverything(ctx context.Context, key EverythingKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwValuesEverythingKind, key, opts...)
+}
+
+// EverythingHistory reads every revision the bucket keeps of key, oldest
+// first, deletes and purges included, without a consumer; a key never written
+// is jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) EverythingHistory(ctx context.Context, key EverythingKey) ([]kvwatch.HistoryEntry[Everything], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesEverythingKind, key)
+}
+
+// ListEverything reads the Everything entries within scopes, sorted by key,
+// without a consumer: exact as of the revision returned (see kvwatch.List; an
+// entry that does not decode is reported in the error, the others returned).
+func (b *ValuesBucket) ListEverything(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[EverythingKey, Everything], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesEverythingKind, scopes.KVWatchScopes())
+}
+
+// EverythingKeys reads the keys of the Everything entries within scopes,
+// sorted, without a consumer: exact as of the revision returned.
+func (b *ValuesBucket) EverythingKeys(ctx context.Context, scopes ValuesScopes) ([]EverythingKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesEverythingKind, scopes.KVWatchScopes())
 }
 
 // PutNames stores v under key and returns the new revision.
 func (b *ValuesBucket) PutNames(ctx context.Context, key NamesKey, v Names) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwValuesNamesKind, key, v)
+}
+
+// CreateNames stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ValuesBucket) CreateNames(ctx context.Context, key NamesKey, v Names, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwValuesNamesKind, key, v, opts...)
+}
+
+// UpdateNames stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyNames retries such
+// conflicts for you.
+func (b *ValuesBucket) UpdateNames(ctx context.Context, key NamesKey, v Names, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwValuesNamesKind, key, v, revision)
+}
+
+// ModifyNames reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ValuesBucket) ModifyNames(ctx context.Context, key NamesKey, fn func(*Names) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwValuesNamesKind, key, fn, opts...)
 }
 
 // GetNames reads the current value of key; a missing or deleted key is
@@ -532,14 +635,75 @@ func (b *ValuesBucket) GetNames(ctx context.Context, key NamesKey) (kvwatch.Item
 	return kvwatch.Get(ctx, b.kv, &kvwValuesNamesKind, key)
 }
 
+// GetNamesRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) GetNamesRevision(ctx context.Context, key NamesKey, revision uint64) (kvwatch.Item[Names], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesNamesKind, key, revision)
+}
+
 // DeleteNames deletes key; watchers see a delete event.
-func (b *ValuesBucket) DeleteNames(ctx context.Context, key NamesKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesNamesKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ValuesBucket) DeleteNames(ctx context.Context, key NamesKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwValuesNamesKind, key, opts...)
+}
+
+// PurgeNames deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ValuesBucket) PurgeNames(ctx context.Context, key NamesKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwValuesNamesKind, key, opts...)
+}
+
+// NamesHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) NamesHistory(ctx context.Context, key NamesKey) ([]kvwatch.HistoryEntry[Names], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesNamesKind, key)
+}
+
+// ListNames reads the Names entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ValuesBucket) ListNames(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[NamesKey, Names], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesNamesKind, scopes.KVWatchScopes())
+}
+
+// NamesKeys reads the keys of the Names entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ValuesBucket) NamesKeys(ctx context.Context, scopes ValuesScopes) ([]NamesKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesNamesKind, scopes.KVWatchScopes())
 }
 
 // PutWide stores v under key and returns the new revision.
 func (b *ValuesBucket) PutWide(ctx context.Context, key WideKey, v Wide) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwValuesWideKind, key, v)
+}
+
+// CreateWide stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ValuesBucket) CreateWide(ctx context.Context, key WideKey, v Wide, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwValuesWideKind, key, v, opts...)
+}
+
+// UpdateWide stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyWide retries such conflicts
+// for you.
+func (b *ValuesBucket) UpdateWide(ctx context.Context, key WideKey, v Wide, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwValuesWideKind, key, v, revision)
+}
+
+// ModifyWide reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ValuesBucket) ModifyWide(ctx context.Context, key WideKey, fn func(*Wide) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwValuesWideKind, key, fn, opts...)
 }
 
 // GetWide reads the current value of key; a missing or deleted key is
@@ -548,14 +712,74 @@ func (b *ValuesBucket) GetWide(ctx context.Context, key WideKey) (kvwatch.Item[W
 	return kvwatch.Get(ctx, b.kv, &kvwValuesWideKind, key)
 }
 
-// DeleteWide deletes key; watchers see a delete event.
-func (b *ValuesBucket) DeleteWide(ctx context.Context, key WideKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesWideKind, key)
+// GetWideRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) GetWideRevision(ctx context.Context, key WideKey, revision uint64) (kvwatch.Item[Wide], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesWideKind, key, revision)
+}
+
+// DeleteWide deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ValuesBucket) DeleteWide(ctx context.Context, key WideKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwValuesWideKind, key, opts...)
+}
+
+// PurgeWide deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ValuesBucket) PurgeWide(ctx context.Context, key WideKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwValuesWideKind, key, opts...)
+}
+
+// WideHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) WideHistory(ctx context.Context, key WideKey) ([]kvwatch.HistoryEntry[Wide], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesWideKind, key)
+}
+
+// ListWide reads the Wide entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ValuesBucket) ListWide(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[WideKey, Wide], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesWideKind, scopes.KVWatchScopes())
+}
+
+// WideKeys reads the keys of the Wide entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *ValuesBucket) WideKeys(ctx context.Context, scopes ValuesScopes) ([]WideKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesWideKind, scopes.KVWatchScopes())
 }
 
 // PutList stores v under key and returns the new revision.
 func (b *ValuesBucket) PutList(ctx context.Context, key ListKey, v []int32) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwValuesListKind, key, v)
+}
+
+// CreateList stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ValuesBucket) CreateList(ctx context.Context, key ListKey, v []int32, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwValuesListKind, key, v, opts...)
+}
+
+// UpdateList stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyList retries such conflicts
+// for you.
+func (b *ValuesBucket) UpdateList(ctx context.Context, key ListKey, v []int32, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwValuesListKind, key, v, revision)
+}
+
+// ModifyList reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ValuesBucket) ModifyList(ctx context.Context, key ListKey, fn func(*[]int32) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwValuesListKind, key, fn, opts...)
 }
 
 // GetList reads the current value of key; a missing or deleted key is
@@ -564,14 +788,74 @@ func (b *ValuesBucket) GetList(ctx context.Context, key ListKey) (kvwatch.Item[[
 	return kvwatch.Get(ctx, b.kv, &kvwValuesListKind, key)
 }
 
-// DeleteList deletes key; watchers see a delete event.
-func (b *ValuesBucket) DeleteList(ctx context.Context, key ListKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesListKind, key)
+// GetListRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) GetListRevision(ctx context.Context, key ListKey, revision uint64) (kvwatch.Item[[]int32], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesListKind, key, revision)
+}
+
+// DeleteList deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ValuesBucket) DeleteList(ctx context.Context, key ListKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwValuesListKind, key, opts...)
+}
+
+// PurgeList deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ValuesBucket) PurgeList(ctx context.Context, key ListKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwValuesListKind, key, opts...)
+}
+
+// ListHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) ListHistory(ctx context.Context, key ListKey) ([]kvwatch.HistoryEntry[[]int32], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesListKind, key)
+}
+
+// ListList reads the List entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ValuesBucket) ListList(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[ListKey, []int32], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesListKind, scopes.KVWatchScopes())
+}
+
+// ListKeys reads the keys of the List entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *ValuesBucket) ListKeys(ctx context.Context, scopes ValuesScopes) ([]ListKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesListKind, scopes.KVWatchScopes())
 }
 
 // PutCount stores v under key and returns the new revision.
 func (b *ValuesBucket) PutCount(ctx context.Context, key CountKey, v uint32) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwValuesCountKind, key, v)
+}
+
+// CreateCount stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ValuesBucket) CreateCount(ctx context.Context, key CountKey, v uint32, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwValuesCountKind, key, v, opts...)
+}
+
+// UpdateCount stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyCount retries such
+// conflicts for you.
+func (b *ValuesBucket) UpdateCount(ctx context.Context, key CountKey, v uint32, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwValuesCountKind, key, v, revision)
+}
+
+// ModifyCount reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ValuesBucket) ModifyCount(ctx context.Context, key CountKey, fn func(*uint32) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwValuesCountKind, key, fn, opts...)
 }
 
 // GetCount reads the current value of key; a missing or deleted key is
@@ -580,14 +864,75 @@ func (b *ValuesBucket) GetCount(ctx context.Context, key CountKey) (kvwatch.Item
 	return kvwatch.Get(ctx, b.kv, &kvwValuesCountKind, key)
 }
 
+// GetCountRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) GetCountRevision(ctx context.Context, key CountKey, revision uint64) (kvwatch.Item[uint32], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesCountKind, key, revision)
+}
+
 // DeleteCount deletes key; watchers see a delete event.
-func (b *ValuesBucket) DeleteCount(ctx context.Context, key CountKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesCountKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ValuesBucket) DeleteCount(ctx context.Context, key CountKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwValuesCountKind, key, opts...)
+}
+
+// PurgeCount deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ValuesBucket) PurgeCount(ctx context.Context, key CountKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwValuesCountKind, key, opts...)
+}
+
+// CountHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) CountHistory(ctx context.Context, key CountKey) ([]kvwatch.HistoryEntry[uint32], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesCountKind, key)
+}
+
+// ListCount reads the Count entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ValuesBucket) ListCount(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[CountKey, uint32], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesCountKind, scopes.KVWatchScopes())
+}
+
+// CountKeys reads the keys of the Count entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ValuesBucket) CountKeys(ctx context.Context, scopes ValuesScopes) ([]CountKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesCountKind, scopes.KVWatchScopes())
 }
 
 // PutStamp stores v under key and returns the new revision.
 func (b *ValuesBucket) PutStamp(ctx context.Context, key StampKey, v time.Time) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwValuesStampKind, key, v)
+}
+
+// CreateStamp stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ValuesBucket) CreateStamp(ctx context.Context, key StampKey, v time.Time, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwValuesStampKind, key, v, opts...)
+}
+
+// UpdateStamp stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyStamp retries such
+// conflicts for you.
+func (b *ValuesBucket) UpdateStamp(ctx context.Context, key StampKey, v time.Time, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwValuesStampKind, key, v, revision)
+}
+
+// ModifyStamp reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ValuesBucket) ModifyStamp(ctx context.Context, key StampKey, fn func(*time.Time) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwValuesStampKind, key, fn, opts...)
 }
 
 // GetStamp reads the current value of key; a missing or deleted key is
@@ -596,7 +941,42 @@ func (b *ValuesBucket) GetStamp(ctx context.Context, key StampKey) (kvwatch.Item
 	return kvwatch.Get(ctx, b.kv, &kvwValuesStampKind, key)
 }
 
+// GetStampRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) GetStampRevision(ctx context.Context, key StampKey, revision uint64) (kvwatch.Item[time.Time], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesStampKind, key, revision)
+}
+
 // DeleteStamp deletes key; watchers see a delete event.
-func (b *ValuesBucket) DeleteStamp(ctx context.Context, key StampKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesStampKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ValuesBucket) DeleteStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwValuesStampKind, key, opts...)
+}
+
+// PurgeStamp deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ValuesBucket) PurgeStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwValuesStampKind, key, opts...)
+}
+
+// StampHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ValuesBucket) StampHistory(ctx context.Context, key StampKey) ([]kvwatch.HistoryEntry[time.Time], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesStampKind, key)
+}
+
+// ListStamp reads the Stamp entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ValuesBucket) ListStamp(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[StampKey, time.Time], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesStampKind, scopes.KVWatchScopes())
+}
+
+// StampKeys reads the keys of the Stamp entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ValuesBucket) StampKeys(ctx context.Context, scopes ValuesScopes) ([]StampKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesStampKind, scopes.KVWatchScopes())
 }

@@ -266,17 +266,33 @@ func (cp TypeCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// TypeBucket reads and writes single entries of bucket type with typed keys
-// and values. Keys are checked before anything is sent: a key field that is
-// not a valid token is an error, never another key.
+// TypeBucket reads and writes entries of bucket type with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type TypeBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenTypeBucket opens bucket type, or the bucket kvwatch.WithBucket among
+// opts names (type-staging; an edge server's mirror, whose writes go to the
+// hub). Its List, Keys and History methods read through js.
+func OpenTypeBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*TypeBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwTypeSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TypeBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewTypeBucket wraps kv: bucket type, or the bucket that holds its keys
-// under a name the environment gives it (type-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenTypeBucket for them.
 func NewTypeBucket(kv jetstream.KeyValue) *TypeBucket {
 	return &TypeBucket{kv: kv}
 }
@@ -291,20 +307,106 @@ func (b *TypeBucket) PutFunc(ctx context.Context, key FuncKey, v Chan) (uint64, 
 	return kvwatch.Put(ctx, b.kv, &kvwTypeFuncKind, key, v)
 }
 
+// CreateFunc stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *TypeBucket) CreateFunc(ctx context.Context, key FuncKey, v Chan, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwTypeFuncKind, key, v, opts...)
+}
+
+// UpdateFunc stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyFunc retries such conflicts
+// for you.
+func (b *TypeBucket) UpdateFunc(ctx context.Context, key FuncKey, v Chan, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwTypeFuncKind, key, v, revision)
+}
+
+// ModifyFunc reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *TypeBucket) ModifyFunc(ctx context.Context, key FuncKey, fn func(*Chan) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwTypeFuncKind, key, fn, opts...)
+}
+
 // GetFunc reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *TypeBucket) GetFunc(ctx context.Context, key FuncKey) (kvwatch.Item[Chan], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwTypeFuncKind, key)
 }
 
-// DeleteFunc deletes key; watchers see a delete event.
-func (b *TypeBucket) DeleteFunc(ctx context.Context, key FuncKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTypeFuncKind, key)
+// GetFuncRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *TypeBucket) GetFuncRevision(ctx context.Context, key FuncKey, revision uint64) (kvwatch.Item[Chan], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwTypeFuncKind, key, revision)
+}
+
+// DeleteFunc deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *TypeBucket) DeleteFunc(ctx context.Context, key FuncKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwTypeFuncKind, key, opts...)
+}
+
+// PurgeFunc deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *TypeBucket) PurgeFunc(ctx context.Context, key FuncKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwTypeFuncKind, key, opts...)
+}
+
+// FuncHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *TypeBucket) FuncHistory(ctx context.Context, key FuncKey) ([]kvwatch.HistoryEntry[Chan], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwTypeFuncKind, key)
+}
+
+// ListFunc reads the Func entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *TypeBucket) ListFunc(ctx context.Context, scopes TypeScopes) ([]kvwatch.Entry[FuncKey, Chan], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeFuncKind, scopes.KVWatchScopes())
+}
+
+// FuncKeys reads the keys of the Func entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *TypeBucket) FuncKeys(ctx context.Context, scopes TypeScopes) ([]FuncKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeFuncKind, scopes.KVWatchScopes())
 }
 
 // PutVar stores v under key and returns the new revision.
 func (b *TypeBucket) PutVar(ctx context.Context, key VarKey, v string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwTypeVarKind, key, v)
+}
+
+// CreateVar stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *TypeBucket) CreateVar(ctx context.Context, key VarKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwTypeVarKind, key, v, opts...)
+}
+
+// UpdateVar stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyVar retries such conflicts
+// for you.
+func (b *TypeBucket) UpdateVar(ctx context.Context, key VarKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwTypeVarKind, key, v, revision)
+}
+
+// ModifyVar reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *TypeBucket) ModifyVar(ctx context.Context, key VarKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwTypeVarKind, key, fn, opts...)
 }
 
 // GetVar reads the current value of key; a missing or deleted key is
@@ -313,7 +415,41 @@ func (b *TypeBucket) GetVar(ctx context.Context, key VarKey) (kvwatch.Item[strin
 	return kvwatch.Get(ctx, b.kv, &kvwTypeVarKind, key)
 }
 
-// DeleteVar deletes key; watchers see a delete event.
-func (b *TypeBucket) DeleteVar(ctx context.Context, key VarKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTypeVarKind, key)
+// GetVarRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *TypeBucket) GetVarRevision(ctx context.Context, key VarKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwTypeVarKind, key, revision)
+}
+
+// DeleteVar deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *TypeBucket) DeleteVar(ctx context.Context, key VarKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwTypeVarKind, key, opts...)
+}
+
+// PurgeVar deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *TypeBucket) PurgeVar(ctx context.Context, key VarKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwTypeVarKind, key, opts...)
+}
+
+// VarHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *TypeBucket) VarHistory(ctx context.Context, key VarKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwTypeVarKind, key)
+}
+
+// ListVar reads the Var entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *TypeBucket) ListVar(ctx context.Context, scopes TypeScopes) ([]kvwatch.Entry[VarKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeVarKind, scopes.KVWatchScopes())
+}
+
+// VarKeys reads the keys of the Var entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *TypeBucket) VarKeys(ctx context.Context, scopes TypeScopes) ([]VarKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeVarKind, scopes.KVWatchScopes())
 }

@@ -330,17 +330,33 @@ func (cp ConfigCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// ConfigBucket reads and writes single entries of bucket config with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// ConfigBucket reads and writes entries of bucket config with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type ConfigBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenConfigBucket opens bucket config, or the bucket kvwatch.WithBucket
+// among opts names (config-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ConfigBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwConfigSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ConfigBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewConfigBucket wraps kv: bucket config, or the bucket that holds its keys
-// under a name the environment gives it (config-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenConfigBucket for them.
 func NewConfigBucket(kv jetstream.KeyValue) *ConfigBucket {
 	return &ConfigBucket{kv: kv}
 }
@@ -355,20 +371,107 @@ func (b *ConfigBucket) PutGlobal(ctx context.Context, key GlobalKey, v Settings)
 	return kvwatch.Put(ctx, b.kv, &kvwConfigGlobalKind, key, v)
 }
 
+// CreateGlobal stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ConfigBucket) CreateGlobal(ctx context.Context, key GlobalKey, v Settings, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwConfigGlobalKind, key, v, opts...)
+}
+
+// UpdateGlobal stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyGlobal retries such
+// conflicts for you.
+func (b *ConfigBucket) UpdateGlobal(ctx context.Context, key GlobalKey, v Settings, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwConfigGlobalKind, key, v, revision)
+}
+
+// ModifyGlobal reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ConfigBucket) ModifyGlobal(ctx context.Context, key GlobalKey, fn func(*Settings) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwConfigGlobalKind, key, fn, opts...)
+}
+
 // GetGlobal reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ConfigBucket) GetGlobal(ctx context.Context, key GlobalKey) (kvwatch.Item[Settings], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwConfigGlobalKind, key)
 }
 
+// GetGlobalRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ConfigBucket) GetGlobalRevision(ctx context.Context, key GlobalKey, revision uint64) (kvwatch.Item[Settings], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwConfigGlobalKind, key, revision)
+}
+
 // DeleteGlobal deletes key; watchers see a delete event.
-func (b *ConfigBucket) DeleteGlobal(ctx context.Context, key GlobalKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwConfigGlobalKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ConfigBucket) DeleteGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwConfigGlobalKind, key, opts...)
+}
+
+// PurgeGlobal deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ConfigBucket) PurgeGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwConfigGlobalKind, key, opts...)
+}
+
+// GlobalHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ConfigBucket) GlobalHistory(ctx context.Context, key GlobalKey) ([]kvwatch.HistoryEntry[Settings], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwConfigGlobalKind, key)
+}
+
+// ListGlobal reads the Global entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ConfigBucket) ListGlobal(ctx context.Context, scopes ConfigScopes) ([]kvwatch.Entry[GlobalKey, Settings], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigGlobalKind, scopes.KVWatchScopes())
+}
+
+// GlobalKeys reads the keys of the Global entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ConfigBucket) GlobalKeys(ctx context.Context, scopes ConfigScopes) ([]GlobalKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigGlobalKind, scopes.KVWatchScopes())
 }
 
 // PutRegion stores v under key and returns the new revision.
 func (b *ConfigBucket) PutRegion(ctx context.Context, key RegionKey, v Settings) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwConfigRegionKind, key, v)
+}
+
+// CreateRegion stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ConfigBucket) CreateRegion(ctx context.Context, key RegionKey, v Settings, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwConfigRegionKind, key, v, opts...)
+}
+
+// UpdateRegion stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyRegion retries such
+// conflicts for you.
+func (b *ConfigBucket) UpdateRegion(ctx context.Context, key RegionKey, v Settings, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwConfigRegionKind, key, v, revision)
+}
+
+// ModifyRegion reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ConfigBucket) ModifyRegion(ctx context.Context, key RegionKey, fn func(*Settings) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwConfigRegionKind, key, fn, opts...)
 }
 
 // GetRegion reads the current value of key; a missing or deleted key is
@@ -377,14 +480,75 @@ func (b *ConfigBucket) GetRegion(ctx context.Context, key RegionKey) (kvwatch.It
 	return kvwatch.Get(ctx, b.kv, &kvwConfigRegionKind, key)
 }
 
+// GetRegionRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ConfigBucket) GetRegionRevision(ctx context.Context, key RegionKey, revision uint64) (kvwatch.Item[Settings], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwConfigRegionKind, key, revision)
+}
+
 // DeleteRegion deletes key; watchers see a delete event.
-func (b *ConfigBucket) DeleteRegion(ctx context.Context, key RegionKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwConfigRegionKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ConfigBucket) DeleteRegion(ctx context.Context, key RegionKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwConfigRegionKind, key, opts...)
+}
+
+// PurgeRegion deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ConfigBucket) PurgeRegion(ctx context.Context, key RegionKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwConfigRegionKind, key, opts...)
+}
+
+// RegionHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ConfigBucket) RegionHistory(ctx context.Context, key RegionKey) ([]kvwatch.HistoryEntry[Settings], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwConfigRegionKind, key)
+}
+
+// ListRegion reads the Region entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ConfigBucket) ListRegion(ctx context.Context, scopes ConfigScopes) ([]kvwatch.Entry[RegionKey, Settings], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigRegionKind, scopes.KVWatchScopes())
+}
+
+// RegionKeys reads the keys of the Region entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ConfigBucket) RegionKeys(ctx context.Context, scopes ConfigScopes) ([]RegionKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigRegionKind, scopes.KVWatchScopes())
 }
 
 // PutZone stores v under key and returns the new revision.
 func (b *ConfigBucket) PutZone(ctx context.Context, key ZoneKey, v Settings) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwConfigZoneKind, key, v)
+}
+
+// CreateZone stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ConfigBucket) CreateZone(ctx context.Context, key ZoneKey, v Settings, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwConfigZoneKind, key, v, opts...)
+}
+
+// UpdateZone stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyZone retries such conflicts
+// for you.
+func (b *ConfigBucket) UpdateZone(ctx context.Context, key ZoneKey, v Settings, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwConfigZoneKind, key, v, revision)
+}
+
+// ModifyZone reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ConfigBucket) ModifyZone(ctx context.Context, key ZoneKey, fn func(*Settings) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwConfigZoneKind, key, fn, opts...)
 }
 
 // GetZone reads the current value of key; a missing or deleted key is
@@ -393,7 +557,41 @@ func (b *ConfigBucket) GetZone(ctx context.Context, key ZoneKey) (kvwatch.Item[S
 	return kvwatch.Get(ctx, b.kv, &kvwConfigZoneKind, key)
 }
 
-// DeleteZone deletes key; watchers see a delete event.
-func (b *ConfigBucket) DeleteZone(ctx context.Context, key ZoneKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwConfigZoneKind, key)
+// GetZoneRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ConfigBucket) GetZoneRevision(ctx context.Context, key ZoneKey, revision uint64) (kvwatch.Item[Settings], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwConfigZoneKind, key, revision)
+}
+
+// DeleteZone deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ConfigBucket) DeleteZone(ctx context.Context, key ZoneKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwConfigZoneKind, key, opts...)
+}
+
+// PurgeZone deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ConfigBucket) PurgeZone(ctx context.Context, key ZoneKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwConfigZoneKind, key, opts...)
+}
+
+// ZoneHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ConfigBucket) ZoneHistory(ctx context.Context, key ZoneKey) ([]kvwatch.HistoryEntry[Settings], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwConfigZoneKind, key)
+}
+
+// ListZone reads the Zone entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ConfigBucket) ListZone(ctx context.Context, scopes ConfigScopes) ([]kvwatch.Entry[ZoneKey, Settings], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigZoneKind, scopes.KVWatchScopes())
+}
+
+// ZoneKeys reads the keys of the Zone entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *ConfigBucket) ZoneKeys(ctx context.Context, scopes ConfigScopes) ([]ZoneKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigZoneKind, scopes.KVWatchScopes())
 }

@@ -266,17 +266,34 @@ func (cp NodeStateCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// NodeStateBucket reads and writes single entries of bucket node-state with
-// typed keys and values. Keys are checked before anything is sent: a key
-// field that is not a valid token is an error, never another key.
+// NodeStateBucket reads and writes entries of bucket node-state with typed
+// keys and values. Keys are checked before anything is sent: a key field that
+// is not a valid token is an error, never another key. Its methods are safe
+// for concurrent use.
 type NodeStateBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenNodeStateBucket opens bucket node-state, or the bucket
+// kvwatch.WithBucket among opts names (node-state-staging; an edge server's
+// mirror, whose writes go to the hub). Its List, Keys and History methods
+// read through js.
+func OpenNodeStateBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*NodeStateBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwNodeStateSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeStateBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewNodeStateBucket wraps kv: bucket node-state, or the bucket that holds
-// its keys under a name the environment gives it (node-state-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// its keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenNodeStateBucket for them.
 func NewNodeStateBucket(kv jetstream.KeyValue) *NodeStateBucket {
 	return &NodeStateBucket{kv: kv}
 }
@@ -291,20 +308,106 @@ func (b *NodeStateBucket) PutNode(ctx context.Context, key NodeKey, v Node) (uin
 	return kvwatch.Put(ctx, b.kv, &kvwNodeStateNodeKind, key, v)
 }
 
+// CreateNode stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NodeStateBucket) CreateNode(ctx context.Context, key NodeKey, v Node, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNodeStateNodeKind, key, v, opts...)
+}
+
+// UpdateNode stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyNode retries such conflicts
+// for you.
+func (b *NodeStateBucket) UpdateNode(ctx context.Context, key NodeKey, v Node, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNodeStateNodeKind, key, v, revision)
+}
+
+// ModifyNode reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NodeStateBucket) ModifyNode(ctx context.Context, key NodeKey, fn func(*Node) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNodeStateNodeKind, key, fn, opts...)
+}
+
 // GetNode reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NodeStateBucket) GetNode(ctx context.Context, key NodeKey) (kvwatch.Item[Node], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwNodeStateNodeKind, key)
 }
 
-// DeleteNode deletes key; watchers see a delete event.
-func (b *NodeStateBucket) DeleteNode(ctx context.Context, key NodeKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNodeStateNodeKind, key)
+// GetNodeRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NodeStateBucket) GetNodeRevision(ctx context.Context, key NodeKey, revision uint64) (kvwatch.Item[Node], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNodeStateNodeKind, key, revision)
+}
+
+// DeleteNode deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *NodeStateBucket) DeleteNode(ctx context.Context, key NodeKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNodeStateNodeKind, key, opts...)
+}
+
+// PurgeNode deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NodeStateBucket) PurgeNode(ctx context.Context, key NodeKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNodeStateNodeKind, key, opts...)
+}
+
+// NodeHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *NodeStateBucket) NodeHistory(ctx context.Context, key NodeKey) ([]kvwatch.HistoryEntry[Node], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNodeStateNodeKind, key)
+}
+
+// ListNode reads the Node entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *NodeStateBucket) ListNode(ctx context.Context, scopes NodeStateScopes) ([]kvwatch.Entry[NodeKey, Node], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeKind, scopes.KVWatchScopes())
+}
+
+// NodeKeys reads the keys of the Node entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *NodeStateBucket) NodeKeys(ctx context.Context, scopes NodeStateScopes) ([]NodeKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeKind, scopes.KVWatchScopes())
 }
 
 // PutNodeLabels stores v under key and returns the new revision.
 func (b *NodeStateBucket) PutNodeLabels(ctx context.Context, key NodeLabelsKey, v map[string]string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v)
+}
+
+// CreateNodeLabels stores v under key only if key does not exist or was
+// deleted, and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NodeStateBucket) CreateNodeLabels(ctx context.Context, key NodeLabelsKey, v map[string]string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v, opts...)
+}
+
+// UpdateNodeLabels stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyNodeLabels retries such
+// conflicts for you.
+func (b *NodeStateBucket) UpdateNodeLabels(ctx context.Context, key NodeLabelsKey, v map[string]string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v, revision)
+}
+
+// ModifyNodeLabels reads key, lets fn change a copy of its value, and writes
+// it back if key is still at the revision read; on a conflict it reads again
+// and retries, with backoff, so that concurrent modifiers each apply their
+// change once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NodeStateBucket) ModifyNodeLabels(ctx context.Context, key NodeLabelsKey, fn func(*map[string]string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, fn, opts...)
 }
 
 // GetNodeLabels reads the current value of key; a missing or deleted key is
@@ -313,7 +416,42 @@ func (b *NodeStateBucket) GetNodeLabels(ctx context.Context, key NodeLabelsKey) 
 	return kvwatch.Get(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key)
 }
 
+// GetNodeLabelsRevision reads key as it was at revision; a revision that is
+// not key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NodeStateBucket) GetNodeLabelsRevision(ctx context.Context, key NodeLabelsKey, revision uint64) (kvwatch.Item[map[string]string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, revision)
+}
+
 // DeleteNodeLabels deletes key; watchers see a delete event.
-func (b *NodeStateBucket) DeleteNodeLabels(ctx context.Context, key NodeLabelsKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *NodeStateBucket) DeleteNodeLabels(ctx context.Context, key NodeLabelsKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, opts...)
+}
+
+// PurgeNodeLabels deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NodeStateBucket) PurgeNodeLabels(ctx context.Context, key NodeLabelsKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, opts...)
+}
+
+// NodeLabelsHistory reads every revision the bucket keeps of key, oldest
+// first, deletes and purges included, without a consumer; a key never written
+// is jetstream.ErrKeyNotFound.
+func (b *NodeStateBucket) NodeLabelsHistory(ctx context.Context, key NodeLabelsKey) ([]kvwatch.HistoryEntry[map[string]string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNodeStateNodeLabelsKind, key)
+}
+
+// ListNodeLabels reads the NodeLabels entries within scopes, sorted by key,
+// without a consumer: exact as of the revision returned (see kvwatch.List; an
+// entry that does not decode is reported in the error, the others returned).
+func (b *NodeStateBucket) ListNodeLabels(ctx context.Context, scopes NodeStateScopes) ([]kvwatch.Entry[NodeLabelsKey, map[string]string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeLabelsKind, scopes.KVWatchScopes())
+}
+
+// NodeLabelsKeys reads the keys of the NodeLabels entries within scopes,
+// sorted, without a consumer: exact as of the revision returned.
+func (b *NodeStateBucket) NodeLabelsKeys(ctx context.Context, scopes NodeStateScopes) ([]NodeLabelsKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeLabelsKind, scopes.KVWatchScopes())
 }

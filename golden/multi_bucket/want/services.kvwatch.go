@@ -271,17 +271,33 @@ func (cp ServicesCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// ServicesBucket reads and writes single entries of bucket services with
-// typed keys and values. Keys are checked before anything is sent: a key
-// field that is not a valid token is an error, never another key.
+// ServicesBucket reads and writes entries of bucket services with typed keys
+// and values. Keys are checked before anything is sent: a key field that is
+// not a valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type ServicesBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenServicesBucket opens bucket services, or the bucket kvwatch.WithBucket
+// among opts names (services-staging; an edge server's mirror, whose writes
+// go to the hub). Its List, Keys and History methods read through js.
+func OpenServicesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ServicesBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwServicesSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ServicesBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewServicesBucket wraps kv: bucket services, or the bucket that holds its
-// keys under a name the environment gives it (services-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenServicesBucket for them.
 func NewServicesBucket(kv jetstream.KeyValue) *ServicesBucket {
 	return &ServicesBucket{kv: kv}
 }
@@ -296,20 +312,107 @@ func (b *ServicesBucket) PutService(ctx context.Context, key ServiceKey, v Servi
 	return kvwatch.Put(ctx, b.kv, &kvwServicesServiceKind, key, v)
 }
 
+// CreateService stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ServicesBucket) CreateService(ctx context.Context, key ServiceKey, v Service, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwServicesServiceKind, key, v, opts...)
+}
+
+// UpdateService stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyService retries such
+// conflicts for you.
+func (b *ServicesBucket) UpdateService(ctx context.Context, key ServiceKey, v Service, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwServicesServiceKind, key, v, revision)
+}
+
+// ModifyService reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ServicesBucket) ModifyService(ctx context.Context, key ServiceKey, fn func(*Service) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwServicesServiceKind, key, fn, opts...)
+}
+
 // GetService reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ServicesBucket) GetService(ctx context.Context, key ServiceKey) (kvwatch.Item[Service], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwServicesServiceKind, key)
 }
 
+// GetServiceRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ServicesBucket) GetServiceRevision(ctx context.Context, key ServiceKey, revision uint64) (kvwatch.Item[Service], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwServicesServiceKind, key, revision)
+}
+
 // DeleteService deletes key; watchers see a delete event.
-func (b *ServicesBucket) DeleteService(ctx context.Context, key ServiceKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwServicesServiceKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ServicesBucket) DeleteService(ctx context.Context, key ServiceKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwServicesServiceKind, key, opts...)
+}
+
+// PurgeService deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ServicesBucket) PurgeService(ctx context.Context, key ServiceKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwServicesServiceKind, key, opts...)
+}
+
+// ServiceHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ServicesBucket) ServiceHistory(ctx context.Context, key ServiceKey) ([]kvwatch.HistoryEntry[Service], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwServicesServiceKind, key)
+}
+
+// ListService reads the Service entries within scopes, sorted by key, without
+// a consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ServicesBucket) ListService(ctx context.Context, scopes ServicesScopes) ([]kvwatch.Entry[ServiceKey, Service], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesServiceKind, scopes.KVWatchScopes())
+}
+
+// ServiceKeys reads the keys of the Service entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ServicesBucket) ServiceKeys(ctx context.Context, scopes ServicesScopes) ([]ServiceKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesServiceKind, scopes.KVWatchScopes())
 }
 
 // PutEndpoint stores v under key and returns the new revision.
 func (b *ServicesBucket) PutEndpoint(ctx context.Context, key EndpointKey, v []Address) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwServicesEndpointKind, key, v)
+}
+
+// CreateEndpoint stores v under key only if key does not exist or was
+// deleted, and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ServicesBucket) CreateEndpoint(ctx context.Context, key EndpointKey, v []Address, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwServicesEndpointKind, key, v, opts...)
+}
+
+// UpdateEndpoint stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyEndpoint retries such
+// conflicts for you.
+func (b *ServicesBucket) UpdateEndpoint(ctx context.Context, key EndpointKey, v []Address, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwServicesEndpointKind, key, v, revision)
+}
+
+// ModifyEndpoint reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ServicesBucket) ModifyEndpoint(ctx context.Context, key EndpointKey, fn func(*[]Address) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwServicesEndpointKind, key, fn, opts...)
 }
 
 // GetEndpoint reads the current value of key; a missing or deleted key is
@@ -318,7 +421,42 @@ func (b *ServicesBucket) GetEndpoint(ctx context.Context, key EndpointKey) (kvwa
 	return kvwatch.Get(ctx, b.kv, &kvwServicesEndpointKind, key)
 }
 
+// GetEndpointRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ServicesBucket) GetEndpointRevision(ctx context.Context, key EndpointKey, revision uint64) (kvwatch.Item[[]Address], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwServicesEndpointKind, key, revision)
+}
+
 // DeleteEndpoint deletes key; watchers see a delete event.
-func (b *ServicesBucket) DeleteEndpoint(ctx context.Context, key EndpointKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwServicesEndpointKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ServicesBucket) DeleteEndpoint(ctx context.Context, key EndpointKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwServicesEndpointKind, key, opts...)
+}
+
+// PurgeEndpoint deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ServicesBucket) PurgeEndpoint(ctx context.Context, key EndpointKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwServicesEndpointKind, key, opts...)
+}
+
+// EndpointHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ServicesBucket) EndpointHistory(ctx context.Context, key EndpointKey) ([]kvwatch.HistoryEntry[[]Address], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwServicesEndpointKind, key)
+}
+
+// ListEndpoint reads the Endpoint entries within scopes, sorted by key,
+// without a consumer: exact as of the revision returned (see kvwatch.List; an
+// entry that does not decode is reported in the error, the others returned).
+func (b *ServicesBucket) ListEndpoint(ctx context.Context, scopes ServicesScopes) ([]kvwatch.Entry[EndpointKey, []Address], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesEndpointKind, scopes.KVWatchScopes())
+}
+
+// EndpointKeys reads the keys of the Endpoint entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ServicesBucket) EndpointKeys(ctx context.Context, scopes ServicesScopes) ([]EndpointKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesEndpointKind, scopes.KVWatchScopes())
 }

@@ -402,17 +402,33 @@ func (cp NetworkCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// NetworkBucket reads and writes single entries of bucket network with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// NetworkBucket reads and writes entries of bucket network with typed keys
+// and values. Keys are checked before anything is sent: a key field that is
+// not a valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type NetworkBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenNetworkBucket opens bucket network, or the bucket kvwatch.WithBucket
+// among opts names (network-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*NetworkBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwNetworkSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &NetworkBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewNetworkBucket wraps kv: bucket network, or the bucket that holds its
-// keys under a name the environment gives it (network-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenNetworkBucket for them.
 func NewNetworkBucket(kv jetstream.KeyValue) *NetworkBucket {
 	return &NetworkBucket{kv: kv}
 }
@@ -427,20 +443,106 @@ func (b *NetworkBucket) PutVPC(ctx context.Context, key VPCKey, v string) (uint6
 	return kvwatch.Put(ctx, b.kv, &kvwNetworkVPCKind, key, v)
 }
 
+// CreateVPC stores v under key only if key does not exist or was deleted, and
+// returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NetworkBucket) CreateVPC(ctx context.Context, key VPCKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNetworkVPCKind, key, v, opts...)
+}
+
+// UpdateVPC stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyVPC retries such conflicts
+// for you.
+func (b *NetworkBucket) UpdateVPC(ctx context.Context, key VPCKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNetworkVPCKind, key, v, revision)
+}
+
+// ModifyVPC reads key, lets fn change a copy of its value, and writes it back
+// if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NetworkBucket) ModifyVPC(ctx context.Context, key VPCKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNetworkVPCKind, key, fn, opts...)
+}
+
 // GetVPC reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetVPC(ctx context.Context, key VPCKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwNetworkVPCKind, key)
 }
 
-// DeleteVPC deletes key; watchers see a delete event.
-func (b *NetworkBucket) DeleteVPC(ctx context.Context, key VPCKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkVPCKind, key)
+// GetVPCRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) GetVPCRevision(ctx context.Context, key VPCKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkVPCKind, key, revision)
+}
+
+// DeleteVPC deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *NetworkBucket) DeleteVPC(ctx context.Context, key VPCKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNetworkVPCKind, key, opts...)
+}
+
+// PurgeVPC deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NetworkBucket) PurgeVPC(ctx context.Context, key VPCKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNetworkVPCKind, key, opts...)
+}
+
+// VPCHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) VPCHistory(ctx context.Context, key VPCKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkVPCKind, key)
+}
+
+// ListVPC reads the VPC entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *NetworkBucket) ListVPC(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[VPCKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCKind, scopes.KVWatchScopes())
+}
+
+// VPCKeys reads the keys of the VPC entries within scopes, sorted, without a
+// consumer: exact as of the revision returned.
+func (b *NetworkBucket) VPCKeys(ctx context.Context, scopes NetworkScopes) ([]VPCKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCKind, scopes.KVWatchScopes())
 }
 
 // PutRoute stores v under key and returns the new revision.
 func (b *NetworkBucket) PutRoute(ctx context.Context, key RouteKey, v string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwNetworkRouteKind, key, v)
+}
+
+// CreateRoute stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NetworkBucket) CreateRoute(ctx context.Context, key RouteKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNetworkRouteKind, key, v, opts...)
+}
+
+// UpdateRoute stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyRoute retries such
+// conflicts for you.
+func (b *NetworkBucket) UpdateRoute(ctx context.Context, key RouteKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNetworkRouteKind, key, v, revision)
+}
+
+// ModifyRoute reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NetworkBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNetworkRouteKind, key, fn, opts...)
 }
 
 // GetRoute reads the current value of key; a missing or deleted key is
@@ -449,14 +551,75 @@ func (b *NetworkBucket) GetRoute(ctx context.Context, key RouteKey) (kvwatch.Ite
 	return kvwatch.Get(ctx, b.kv, &kvwNetworkRouteKind, key)
 }
 
+// GetRouteRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) GetRouteRevision(ctx context.Context, key RouteKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkRouteKind, key, revision)
+}
+
 // DeleteRoute deletes key; watchers see a delete event.
-func (b *NetworkBucket) DeleteRoute(ctx context.Context, key RouteKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *NetworkBucket) DeleteRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+}
+
+// PurgeRoute deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NetworkBucket) PurgeRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+}
+
+// RouteHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkRouteKind, key)
+}
+
+// ListRoute reads the Route entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *NetworkBucket) ListRoute(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[RouteKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
+}
+
+// RouteKeys reads the keys of the Route entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *NetworkBucket) RouteKeys(ctx context.Context, scopes NetworkScopes) ([]RouteKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
 }
 
 // PutRouteNote stores v under key and returns the new revision.
 func (b *NetworkBucket) PutRouteNote(ctx context.Context, key RouteNoteKey, v string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v)
+}
+
+// CreateRouteNote stores v under key only if key does not exist or was
+// deleted, and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NetworkBucket) CreateRouteNote(ctx context.Context, key RouteNoteKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v, opts...)
+}
+
+// UpdateRouteNote stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyRouteNote retries such
+// conflicts for you.
+func (b *NetworkBucket) UpdateRouteNote(ctx context.Context, key RouteNoteKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v, revision)
+}
+
+// ModifyRouteNote reads key, lets fn change a copy of its value, and writes
+// it back if key is still at the revision read; on a conflict it reads again
+// and retries, with backoff, so that concurrent modifiers each apply their
+// change once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NetworkBucket) ModifyRouteNote(ctx context.Context, key RouteNoteKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNetworkRouteNoteKind, key, fn, opts...)
 }
 
 // GetRouteNote reads the current value of key; a missing or deleted key is
@@ -465,14 +628,75 @@ func (b *NetworkBucket) GetRouteNote(ctx context.Context, key RouteNoteKey) (kvw
 	return kvwatch.Get(ctx, b.kv, &kvwNetworkRouteNoteKind, key)
 }
 
+// GetRouteNoteRevision reads key as it was at revision; a revision that is
+// not key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) GetRouteNoteRevision(ctx context.Context, key RouteNoteKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkRouteNoteKind, key, revision)
+}
+
 // DeleteRouteNote deletes key; watchers see a delete event.
-func (b *NetworkBucket) DeleteRouteNote(ctx context.Context, key RouteNoteKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteNoteKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *NetworkBucket) DeleteRouteNote(ctx context.Context, key RouteNoteKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteNoteKind, key, opts...)
+}
+
+// PurgeRouteNote deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NetworkBucket) PurgeRouteNote(ctx context.Context, key RouteNoteKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNetworkRouteNoteKind, key, opts...)
+}
+
+// RouteNoteHistory reads every revision the bucket keeps of key, oldest
+// first, deletes and purges included, without a consumer; a key never written
+// is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) RouteNoteHistory(ctx context.Context, key RouteNoteKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkRouteNoteKind, key)
+}
+
+// ListRouteNote reads the RouteNote entries within scopes, sorted by key,
+// without a consumer: exact as of the revision returned (see kvwatch.List; an
+// entry that does not decode is reported in the error, the others returned).
+func (b *NetworkBucket) ListRouteNote(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[RouteNoteKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteNoteKind, scopes.KVWatchScopes())
+}
+
+// RouteNoteKeys reads the keys of the RouteNote entries within scopes,
+// sorted, without a consumer: exact as of the revision returned.
+func (b *NetworkBucket) RouteNoteKeys(ctx context.Context, scopes NetworkScopes) ([]RouteNoteKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteNoteKind, scopes.KVWatchScopes())
 }
 
 // PutPeering stores v under key and returns the new revision.
 func (b *NetworkBucket) PutPeering(ctx context.Context, key PeeringKey, v string) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwNetworkPeeringKind, key, v)
+}
+
+// CreatePeering stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *NetworkBucket) CreatePeering(ctx context.Context, key PeeringKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwNetworkPeeringKind, key, v, opts...)
+}
+
+// UpdatePeering stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyPeering retries such
+// conflicts for you.
+func (b *NetworkBucket) UpdatePeering(ctx context.Context, key PeeringKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwNetworkPeeringKind, key, v, revision)
+}
+
+// ModifyPeering reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *NetworkBucket) ModifyPeering(ctx context.Context, key PeeringKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwNetworkPeeringKind, key, fn, opts...)
 }
 
 // GetPeering reads the current value of key; a missing or deleted key is
@@ -481,7 +705,42 @@ func (b *NetworkBucket) GetPeering(ctx context.Context, key PeeringKey) (kvwatch
 	return kvwatch.Get(ctx, b.kv, &kvwNetworkPeeringKind, key)
 }
 
+// GetPeeringRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) GetPeeringRevision(ctx context.Context, key PeeringKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkPeeringKind, key, revision)
+}
+
 // DeletePeering deletes key; watchers see a delete event.
-func (b *NetworkBucket) DeletePeering(ctx context.Context, key PeeringKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkPeeringKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *NetworkBucket) DeletePeering(ctx context.Context, key PeeringKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwNetworkPeeringKind, key, opts...)
+}
+
+// PurgePeering deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *NetworkBucket) PurgePeering(ctx context.Context, key PeeringKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwNetworkPeeringKind, key, opts...)
+}
+
+// PeeringHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *NetworkBucket) PeeringHistory(ctx context.Context, key PeeringKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkPeeringKind, key)
+}
+
+// ListPeering reads the Peering entries within scopes, sorted by key, without
+// a consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *NetworkBucket) ListPeering(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[PeeringKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkPeeringKind, scopes.KVWatchScopes())
+}
+
+// PeeringKeys reads the keys of the Peering entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *NetworkBucket) PeeringKeys(ctx context.Context, scopes NetworkScopes) ([]PeeringKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkPeeringKind, scopes.KVWatchScopes())
 }

@@ -260,17 +260,33 @@ func (cp TreesCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// TreesBucket reads and writes single entries of bucket trees with typed keys
-// and values. Keys are checked before anything is sent: a key field that is
-// not a valid token is an error, never another key.
+// TreesBucket reads and writes entries of bucket trees with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type TreesBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenTreesBucket opens bucket trees, or the bucket kvwatch.WithBucket among
+// opts names (trees-staging; an edge server's mirror, whose writes go to the
+// hub). Its List, Keys and History methods read through js.
+func OpenTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*TreesBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwTreesSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TreesBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewTreesBucket wraps kv: bucket trees, or the bucket that holds its keys
-// under a name the environment gives it (trees-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenTreesBucket for them.
 func NewTreesBucket(kv jetstream.KeyValue) *TreesBucket {
 	return &TreesBucket{kv: kv}
 }
@@ -285,20 +301,106 @@ func (b *TreesBucket) PutTree(ctx context.Context, key TreeKey, v Tree) (uint64,
 	return kvwatch.Put(ctx, b.kv, &kvwTreesTreeKind, key, v)
 }
 
+// CreateTree stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *TreesBucket) CreateTree(ctx context.Context, key TreeKey, v Tree, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwTreesTreeKind, key, v, opts...)
+}
+
+// UpdateTree stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyTree retries such conflicts
+// for you.
+func (b *TreesBucket) UpdateTree(ctx context.Context, key TreeKey, v Tree, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwTreesTreeKind, key, v, revision)
+}
+
+// ModifyTree reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *TreesBucket) ModifyTree(ctx context.Context, key TreeKey, fn func(*Tree) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwTreesTreeKind, key, fn, opts...)
+}
+
 // GetTree reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *TreesBucket) GetTree(ctx context.Context, key TreeKey) (kvwatch.Item[Tree], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwTreesTreeKind, key)
 }
 
-// DeleteTree deletes key; watchers see a delete event.
-func (b *TreesBucket) DeleteTree(ctx context.Context, key TreeKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTreesTreeKind, key)
+// GetTreeRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *TreesBucket) GetTreeRevision(ctx context.Context, key TreeKey, revision uint64) (kvwatch.Item[Tree], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwTreesTreeKind, key, revision)
+}
+
+// DeleteTree deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *TreesBucket) DeleteTree(ctx context.Context, key TreeKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwTreesTreeKind, key, opts...)
+}
+
+// PurgeTree deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *TreesBucket) PurgeTree(ctx context.Context, key TreeKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwTreesTreeKind, key, opts...)
+}
+
+// TreeHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *TreesBucket) TreeHistory(ctx context.Context, key TreeKey) ([]kvwatch.HistoryEntry[Tree], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwTreesTreeKind, key)
+}
+
+// ListTree reads the Tree entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *TreesBucket) ListTree(ctx context.Context, scopes TreesScopes) ([]kvwatch.Entry[TreeKey, Tree], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesTreeKind, scopes.KVWatchScopes())
+}
+
+// TreeKeys reads the keys of the Tree entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *TreesBucket) TreeKeys(ctx context.Context, scopes TreesScopes) ([]TreeKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesTreeKind, scopes.KVWatchScopes())
 }
 
 // PutForest stores v under key and returns the new revision.
 func (b *TreesBucket) PutForest(ctx context.Context, key ForestKey, v map[string][]map[string]Tree) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwTreesForestKind, key, v)
+}
+
+// CreateForest stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *TreesBucket) CreateForest(ctx context.Context, key ForestKey, v map[string][]map[string]Tree, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwTreesForestKind, key, v, opts...)
+}
+
+// UpdateForest stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyForest retries such
+// conflicts for you.
+func (b *TreesBucket) UpdateForest(ctx context.Context, key ForestKey, v map[string][]map[string]Tree, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwTreesForestKind, key, v, revision)
+}
+
+// ModifyForest reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *TreesBucket) ModifyForest(ctx context.Context, key ForestKey, fn func(*map[string][]map[string]Tree) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwTreesForestKind, key, fn, opts...)
 }
 
 // GetForest reads the current value of key; a missing or deleted key is
@@ -307,7 +409,42 @@ func (b *TreesBucket) GetForest(ctx context.Context, key ForestKey) (kvwatch.Ite
 	return kvwatch.Get(ctx, b.kv, &kvwTreesForestKind, key)
 }
 
+// GetForestRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *TreesBucket) GetForestRevision(ctx context.Context, key ForestKey, revision uint64) (kvwatch.Item[map[string][]map[string]Tree], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwTreesForestKind, key, revision)
+}
+
 // DeleteForest deletes key; watchers see a delete event.
-func (b *TreesBucket) DeleteForest(ctx context.Context, key ForestKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTreesForestKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *TreesBucket) DeleteForest(ctx context.Context, key ForestKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwTreesForestKind, key, opts...)
+}
+
+// PurgeForest deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *TreesBucket) PurgeForest(ctx context.Context, key ForestKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwTreesForestKind, key, opts...)
+}
+
+// ForestHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *TreesBucket) ForestHistory(ctx context.Context, key ForestKey) ([]kvwatch.HistoryEntry[map[string][]map[string]Tree], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwTreesForestKind, key)
+}
+
+// ListForest reads the Forest entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *TreesBucket) ListForest(ctx context.Context, scopes TreesScopes) ([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesForestKind, scopes.KVWatchScopes())
+}
+
+// ForestKeys reads the keys of the Forest entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *TreesBucket) ForestKeys(ctx context.Context, scopes TreesScopes) ([]ForestKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesForestKind, scopes.KVWatchScopes())
 }

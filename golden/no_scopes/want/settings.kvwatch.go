@@ -189,17 +189,33 @@ func (cp SettingsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// SettingsBucket reads and writes single entries of bucket settings with
-// typed keys and values. Keys are checked before anything is sent: a key
-// field that is not a valid token is an error, never another key.
+// SettingsBucket reads and writes entries of bucket settings with typed keys
+// and values. Keys are checked before anything is sent: a key field that is
+// not a valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type SettingsBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenSettingsBucket opens bucket settings, or the bucket kvwatch.WithBucket
+// among opts names (settings-staging; an edge server's mirror, whose writes
+// go to the hub). Its List, Keys and History methods read through js.
+func OpenSettingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*SettingsBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwSettingsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &SettingsBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewSettingsBucket wraps kv: bucket settings, or the bucket that holds its
-// keys under a name the environment gives it (settings-staging; an edge
-// server's mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// keys under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenSettingsBucket for them.
 func NewSettingsBucket(kv jetstream.KeyValue) *SettingsBucket {
 	return &SettingsBucket{kv: kv}
 }
@@ -214,13 +230,74 @@ func (b *SettingsBucket) PutSetting(ctx context.Context, key SettingKey, v strin
 	return kvwatch.Put(ctx, b.kv, &kvwSettingsSettingKind, key, v)
 }
 
+// CreateSetting stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *SettingsBucket) CreateSetting(ctx context.Context, key SettingKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwSettingsSettingKind, key, v, opts...)
+}
+
+// UpdateSetting stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifySetting retries such
+// conflicts for you.
+func (b *SettingsBucket) UpdateSetting(ctx context.Context, key SettingKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwSettingsSettingKind, key, v, revision)
+}
+
+// ModifySetting reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *SettingsBucket) ModifySetting(ctx context.Context, key SettingKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwSettingsSettingKind, key, fn, opts...)
+}
+
 // GetSetting reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *SettingsBucket) GetSetting(ctx context.Context, key SettingKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwSettingsSettingKind, key)
 }
 
+// GetSettingRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *SettingsBucket) GetSettingRevision(ctx context.Context, key SettingKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwSettingsSettingKind, key, revision)
+}
+
 // DeleteSetting deletes key; watchers see a delete event.
-func (b *SettingsBucket) DeleteSetting(ctx context.Context, key SettingKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwSettingsSettingKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *SettingsBucket) DeleteSetting(ctx context.Context, key SettingKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwSettingsSettingKind, key, opts...)
+}
+
+// PurgeSetting deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *SettingsBucket) PurgeSetting(ctx context.Context, key SettingKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwSettingsSettingKind, key, opts...)
+}
+
+// SettingHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *SettingsBucket) SettingHistory(ctx context.Context, key SettingKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwSettingsSettingKind, key)
+}
+
+// ListSetting reads the Setting entries within scopes, sorted by key, without
+// a consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *SettingsBucket) ListSetting(ctx context.Context, scopes SettingsScopes) ([]kvwatch.Entry[SettingKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwSettingsSpec, &kvwSettingsSettingKind, scopes.KVWatchScopes())
+}
+
+// SettingKeys reads the keys of the Setting entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *SettingsBucket) SettingKeys(ctx context.Context, scopes SettingsScopes) ([]SettingKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwSettingsSpec, &kvwSettingsSettingKind, scopes.KVWatchScopes())
 }

@@ -438,17 +438,33 @@ func (cp ShardsCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// ShardsBucket reads and writes single entries of bucket shards with typed
-// keys and values. Keys are checked before anything is sent: a key field that
-// is not a valid token is an error, never another key.
+// ShardsBucket reads and writes entries of bucket shards with typed keys and
+// values. Keys are checked before anything is sent: a key field that is not a
+// valid token is an error, never another key. Its methods are safe for
+// concurrent use.
 type ShardsBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenShardsBucket opens bucket shards, or the bucket kvwatch.WithBucket
+// among opts names (shards-staging; an edge server's mirror, whose writes go
+// to the hub). Its List, Keys and History methods read through js.
+func OpenShardsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ShardsBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwShardsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ShardsBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewShardsBucket wraps kv: bucket shards, or the bucket that holds its keys
-// under a name the environment gives it (shards-staging; an edge server's
-// mirror, whose writes go to the hub). Watch that bucket with
-// kvwatch.WithBucket.
+// under a name the environment gives it. Watch that bucket with
+// kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
+// context (kvwatch.ErrNoJetStream): use OpenShardsBucket for them.
 func NewShardsBucket(kv jetstream.KeyValue) *ShardsBucket {
 	return &ShardsBucket{kv: kv}
 }
@@ -463,20 +479,107 @@ func (b *ShardsBucket) PutShard(ctx context.Context, key ShardKey, v string) (ui
 	return kvwatch.Put(ctx, b.kv, &kvwShardsShardKind, key, v)
 }
 
+// CreateShard stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ShardsBucket) CreateShard(ctx context.Context, key ShardKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwShardsShardKind, key, v, opts...)
+}
+
+// UpdateShard stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyShard retries such
+// conflicts for you.
+func (b *ShardsBucket) UpdateShard(ctx context.Context, key ShardKey, v string, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwShardsShardKind, key, v, revision)
+}
+
+// ModifyShard reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ShardsBucket) ModifyShard(ctx context.Context, key ShardKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwShardsShardKind, key, fn, opts...)
+}
+
 // GetShard reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetShard(ctx context.Context, key ShardKey) (kvwatch.Item[string], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwShardsShardKind, key)
 }
 
+// GetShardRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) GetShardRevision(ctx context.Context, key ShardKey, revision uint64) (kvwatch.Item[string], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsShardKind, key, revision)
+}
+
 // DeleteShard deletes key; watchers see a delete event.
-func (b *ShardsBucket) DeleteShard(ctx context.Context, key ShardKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsShardKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ShardsBucket) DeleteShard(ctx context.Context, key ShardKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwShardsShardKind, key, opts...)
+}
+
+// PurgeShard deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ShardsBucket) PurgeShard(ctx context.Context, key ShardKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwShardsShardKind, key, opts...)
+}
+
+// ShardHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) ShardHistory(ctx context.Context, key ShardKey) ([]kvwatch.HistoryEntry[string], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsShardKind, key)
+}
+
+// ListShard reads the Shard entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ShardsBucket) ListShard(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[ShardKey, string], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsShardKind, scopes.KVWatchScopes())
+}
+
+// ShardKeys reads the keys of the Shard entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ShardsBucket) ShardKeys(ctx context.Context, scopes ShardsScopes) ([]ShardKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsShardKind, scopes.KVWatchScopes())
 }
 
 // PutReplica stores v under key and returns the new revision.
 func (b *ShardsBucket) PutReplica(ctx context.Context, key ReplicaKey, v Replica) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwShardsReplicaKind, key, v)
+}
+
+// CreateReplica stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ShardsBucket) CreateReplica(ctx context.Context, key ReplicaKey, v Replica, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwShardsReplicaKind, key, v, opts...)
+}
+
+// UpdateReplica stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyReplica retries such
+// conflicts for you.
+func (b *ShardsBucket) UpdateReplica(ctx context.Context, key ReplicaKey, v Replica, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwShardsReplicaKind, key, v, revision)
+}
+
+// ModifyReplica reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ShardsBucket) ModifyReplica(ctx context.Context, key ReplicaKey, fn func(*Replica) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwShardsReplicaKind, key, fn, opts...)
 }
 
 // GetReplica reads the current value of key; a missing or deleted key is
@@ -485,14 +588,75 @@ func (b *ShardsBucket) GetReplica(ctx context.Context, key ReplicaKey) (kvwatch.
 	return kvwatch.Get(ctx, b.kv, &kvwShardsReplicaKind, key)
 }
 
+// GetReplicaRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) GetReplicaRevision(ctx context.Context, key ReplicaKey, revision uint64) (kvwatch.Item[Replica], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsReplicaKind, key, revision)
+}
+
 // DeleteReplica deletes key; watchers see a delete event.
-func (b *ShardsBucket) DeleteReplica(ctx context.Context, key ReplicaKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsReplicaKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ShardsBucket) DeleteReplica(ctx context.Context, key ReplicaKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwShardsReplicaKind, key, opts...)
+}
+
+// PurgeReplica deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ShardsBucket) PurgeReplica(ctx context.Context, key ReplicaKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwShardsReplicaKind, key, opts...)
+}
+
+// ReplicaHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) ReplicaHistory(ctx context.Context, key ReplicaKey) ([]kvwatch.HistoryEntry[Replica], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsReplicaKind, key)
+}
+
+// ListReplica reads the Replica entries within scopes, sorted by key, without
+// a consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ShardsBucket) ListReplica(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[ReplicaKey, Replica], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsReplicaKind, scopes.KVWatchScopes())
+}
+
+// ReplicaKeys reads the keys of the Replica entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ShardsBucket) ReplicaKeys(ctx context.Context, scopes ShardsScopes) ([]ReplicaKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsReplicaKind, scopes.KVWatchScopes())
 }
 
 // PutGlobal stores v under key and returns the new revision.
 func (b *ShardsBucket) PutGlobal(ctx context.Context, key GlobalKey, v Replica) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwShardsGlobalKind, key, v)
+}
+
+// CreateGlobal stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ShardsBucket) CreateGlobal(ctx context.Context, key GlobalKey, v Replica, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwShardsGlobalKind, key, v, opts...)
+}
+
+// UpdateGlobal stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyGlobal retries such
+// conflicts for you.
+func (b *ShardsBucket) UpdateGlobal(ctx context.Context, key GlobalKey, v Replica, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwShardsGlobalKind, key, v, revision)
+}
+
+// ModifyGlobal reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ShardsBucket) ModifyGlobal(ctx context.Context, key GlobalKey, fn func(*Replica) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwShardsGlobalKind, key, fn, opts...)
 }
 
 // GetGlobal reads the current value of key; a missing or deleted key is
@@ -501,14 +665,75 @@ func (b *ShardsBucket) GetGlobal(ctx context.Context, key GlobalKey) (kvwatch.It
 	return kvwatch.Get(ctx, b.kv, &kvwShardsGlobalKind, key)
 }
 
+// GetGlobalRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) GetGlobalRevision(ctx context.Context, key GlobalKey, revision uint64) (kvwatch.Item[Replica], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsGlobalKind, key, revision)
+}
+
 // DeleteGlobal deletes key; watchers see a delete event.
-func (b *ShardsBucket) DeleteGlobal(ctx context.Context, key GlobalKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsGlobalKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ShardsBucket) DeleteGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwShardsGlobalKind, key, opts...)
+}
+
+// PurgeGlobal deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ShardsBucket) PurgeGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwShardsGlobalKind, key, opts...)
+}
+
+// GlobalHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) GlobalHistory(ctx context.Context, key GlobalKey) ([]kvwatch.HistoryEntry[Replica], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsGlobalKind, key)
+}
+
+// ListGlobal reads the Global entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ShardsBucket) ListGlobal(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[GlobalKey, Replica], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsGlobalKind, scopes.KVWatchScopes())
+}
+
+// GlobalKeys reads the keys of the Global entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ShardsBucket) GlobalKeys(ctx context.Context, scopes ShardsScopes) ([]GlobalKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsGlobalKind, scopes.KVWatchScopes())
 }
 
 // PutEpoch stores v under key and returns the new revision.
 func (b *ShardsBucket) PutEpoch(ctx context.Context, key EpochKey, v uint64) (uint64, error) {
 	return kvwatch.Put(ctx, b.kv, &kvwShardsEpochKind, key, v)
+}
+
+// CreateEpoch stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ShardsBucket) CreateEpoch(ctx context.Context, key EpochKey, v uint64, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwShardsEpochKind, key, v, opts...)
+}
+
+// UpdateEpoch stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyEpoch retries such
+// conflicts for you.
+func (b *ShardsBucket) UpdateEpoch(ctx context.Context, key EpochKey, v uint64, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwShardsEpochKind, key, v, revision)
+}
+
+// ModifyEpoch reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ShardsBucket) ModifyEpoch(ctx context.Context, key EpochKey, fn func(*uint64) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwShardsEpochKind, key, fn, opts...)
 }
 
 // GetEpoch reads the current value of key; a missing or deleted key is
@@ -517,7 +742,42 @@ func (b *ShardsBucket) GetEpoch(ctx context.Context, key EpochKey) (kvwatch.Item
 	return kvwatch.Get(ctx, b.kv, &kvwShardsEpochKind, key)
 }
 
+// GetEpochRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) GetEpochRevision(ctx context.Context, key EpochKey, revision uint64) (kvwatch.Item[uint64], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsEpochKind, key, revision)
+}
+
 // DeleteEpoch deletes key; watchers see a delete event.
-func (b *ShardsBucket) DeleteEpoch(ctx context.Context, key EpochKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsEpochKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *ShardsBucket) DeleteEpoch(ctx context.Context, key EpochKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwShardsEpochKind, key, opts...)
+}
+
+// PurgeEpoch deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ShardsBucket) PurgeEpoch(ctx context.Context, key EpochKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwShardsEpochKind, key, opts...)
+}
+
+// EpochHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ShardsBucket) EpochHistory(ctx context.Context, key EpochKey) ([]kvwatch.HistoryEntry[uint64], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsEpochKind, key)
+}
+
+// ListEpoch reads the Epoch entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ShardsBucket) ListEpoch(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[EpochKey, uint64], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsEpochKind, scopes.KVWatchScopes())
+}
+
+// EpochKeys reads the keys of the Epoch entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *ShardsBucket) EpochKeys(ctx context.Context, scopes ShardsScopes) ([]EpochKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsEpochKind, scopes.KVWatchScopes())
 }

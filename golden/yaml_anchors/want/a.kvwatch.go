@@ -199,16 +199,33 @@ func (cp ACheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// ABucket reads and writes single entries of bucket a with typed keys and
-// values. Keys are checked before anything is sent: a key field that is not a
-// valid token is an error, never another key.
+// ABucket reads and writes entries of bucket a with typed keys and values.
+// Keys are checked before anything is sent: a key field that is not a valid
+// token is an error, never another key. Its methods are safe for concurrent
+// use.
 type ABucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenABucket opens bucket a, or the bucket kvwatch.WithBucket among opts
+// names (a-staging; an edge server's mirror, whose writes go to the hub). Its
+// List, Keys and History methods read through js.
+func OpenABucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ABucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwASpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ABucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewABucket wraps kv: bucket a, or the bucket that holds its keys under a
-// name the environment gives it (a-staging; an edge server's mirror, whose
-// writes go to the hub). Watch that bucket with kvwatch.WithBucket.
+// name the environment gives it. Watch that bucket with kvwatch.WithBucket.
+// Its List, Keys and History methods need the JetStream context
+// (kvwatch.ErrNoJetStream): use OpenABucket for them.
 func NewABucket(kv jetstream.KeyValue) *ABucket {
 	return &ABucket{kv: kv}
 }
@@ -223,13 +240,73 @@ func (b *ABucket) PutItem(ctx context.Context, key ItemKey, v Thing) (uint64, er
 	return kvwatch.Put(ctx, b.kv, &kvwAItemKind, key, v)
 }
 
+// CreateItem stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *ABucket) CreateItem(ctx context.Context, key ItemKey, v Thing, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwAItemKind, key, v, opts...)
+}
+
+// UpdateItem stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyItem retries such conflicts
+// for you.
+func (b *ABucket) UpdateItem(ctx context.Context, key ItemKey, v Thing, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwAItemKind, key, v, revision)
+}
+
+// ModifyItem reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *ABucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*Thing) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwAItemKind, key, fn, opts...)
+}
+
 // GetItem reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ABucket) GetItem(ctx context.Context, key ItemKey) (kvwatch.Item[Thing], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwAItemKind, key)
 }
 
-// DeleteItem deletes key; watchers see a delete event.
-func (b *ABucket) DeleteItem(ctx context.Context, key ItemKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAItemKind, key)
+// GetItemRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *ABucket) GetItemRevision(ctx context.Context, key ItemKey, revision uint64) (kvwatch.Item[Thing], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwAItemKind, key, revision)
+}
+
+// DeleteItem deletes key; watchers see a delete event. jetstream.LastRevision
+// among opts deletes only if key is still at that revision.
+func (b *ABucket) DeleteItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwAItemKind, key, opts...)
+}
+
+// PurgeItem deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *ABucket) PurgeItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwAItemKind, key, opts...)
+}
+
+// ItemHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *ABucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvwatch.HistoryEntry[Thing], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwAItemKind, key)
+}
+
+// ListItem reads the Item entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *ABucket) ListItem(ctx context.Context, scopes AScopes) ([]kvwatch.Entry[ItemKey, Thing], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwASpec, &kvwAItemKind, scopes.KVWatchScopes())
+}
+
+// ItemKeys reads the keys of the Item entries within scopes, sorted, without
+// a consumer: exact as of the revision returned.
+func (b *ABucket) ItemKeys(ctx context.Context, scopes AScopes) ([]ItemKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwASpec, &kvwAItemKind, scopes.KVWatchScopes())
 }

@@ -189,16 +189,33 @@ func (cp BCheckpoint) Resume() kvwatch.Option {
 	return kvwatch.Resume(state)
 }
 
-// BBucket reads and writes single entries of bucket b with typed keys and
-// values. Keys are checked before anything is sent: a key field that is not a
-// valid token is an error, never another key.
+// BBucket reads and writes entries of bucket b with typed keys and values.
+// Keys are checked before anything is sent: a key field that is not a valid
+// token is an error, never another key. Its methods are safe for concurrent
+// use.
 type BBucket struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// OpenBBucket opens bucket b, or the bucket kvwatch.WithBucket among opts
+// names (b-staging; an edge server's mirror, whose writes go to the hub). Its
+// List, Keys and History methods read through js.
+func OpenBBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*BBucket, error) {
+	kv, err := kvwatch.OpenBucket(ctx, js, &kvwBSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BBucket{
+		kv: kv,
+		js: js,
+	}, nil
 }
 
 // NewBBucket wraps kv: bucket b, or the bucket that holds its keys under a
-// name the environment gives it (b-staging; an edge server's mirror, whose
-// writes go to the hub). Watch that bucket with kvwatch.WithBucket.
+// name the environment gives it. Watch that bucket with kvwatch.WithBucket.
+// Its List, Keys and History methods need the JetStream context
+// (kvwatch.ErrNoJetStream): use OpenBBucket for them.
 func NewBBucket(kv jetstream.KeyValue) *BBucket {
 	return &BBucket{kv: kv}
 }
@@ -213,13 +230,74 @@ func (b *BBucket) PutOther(ctx context.Context, key OtherKey, v Thing) (uint64, 
 	return kvwatch.Put(ctx, b.kv, &kvwBOtherKind, key, v)
 }
 
+// CreateOther stores v under key only if key does not exist or was deleted,
+// and returns the new revision; otherwise the error matches
+// jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
+// to live (a bucket with a limit marker TTL).
+func (b *BBucket) CreateOther(ctx context.Context, key OtherKey, v Thing, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return kvwatch.Create(ctx, b.kv, &kvwBOtherKind, key, v, opts...)
+}
+
+// UpdateOther stores v under key only if key is still at revision
+// (compare-and-set), and returns the new revision; otherwise the error
+// matches jetstream.ErrKeyRevisionMismatch. ModifyOther retries such
+// conflicts for you.
+func (b *BBucket) UpdateOther(ctx context.Context, key OtherKey, v Thing, revision uint64) (uint64, error) {
+	return kvwatch.Update(ctx, b.kv, &kvwBOtherKind, key, v, revision)
+}
+
+// ModifyOther reads key, lets fn change a copy of its value, and writes it
+// back if key is still at the revision read; on a conflict it reads again and
+// retries, with backoff, so that concurrent modifiers each apply their change
+// once (see kvwatch.Modify). It returns the revision written.
+// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
+// value.
+func (b *BBucket) ModifyOther(ctx context.Context, key OtherKey, fn func(*Thing) error, opts ...kvwatch.ModifyOption) (uint64, error) {
+	return kvwatch.Modify(ctx, b.kv, &kvwBOtherKind, key, fn, opts...)
+}
+
 // GetOther reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BBucket) GetOther(ctx context.Context, key OtherKey) (kvwatch.Item[Thing], error) {
 	return kvwatch.Get(ctx, b.kv, &kvwBOtherKind, key)
 }
 
+// GetOtherRevision reads key as it was at revision; a revision that is not
+// key's, or a delete, is jetstream.ErrKeyNotFound.
+func (b *BBucket) GetOtherRevision(ctx context.Context, key OtherKey, revision uint64) (kvwatch.Item[Thing], error) {
+	return kvwatch.GetRevision(ctx, b.kv, &kvwBOtherKind, key, revision)
+}
+
 // DeleteOther deletes key; watchers see a delete event.
-func (b *BBucket) DeleteOther(ctx context.Context, key OtherKey) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBOtherKind, key)
+// jetstream.LastRevision among opts deletes only if key is still at that
+// revision.
+func (b *BBucket) DeleteOther(ctx context.Context, key OtherKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Delete(ctx, b.kv, &kvwBOtherKind, key, opts...)
+}
+
+// PurgeOther deletes key and its history; watchers see a purge event.
+// jetstream.LastRevision among opts purges only if key is still at that
+// revision; jetstream.PurgeTTL lets the purge marker expire.
+func (b *BBucket) PurgeOther(ctx context.Context, key OtherKey, opts ...jetstream.KVDeleteOpt) error {
+	return kvwatch.Purge(ctx, b.kv, &kvwBOtherKind, key, opts...)
+}
+
+// OtherHistory reads every revision the bucket keeps of key, oldest first,
+// deletes and purges included, without a consumer; a key never written is
+// jetstream.ErrKeyNotFound.
+func (b *BBucket) OtherHistory(ctx context.Context, key OtherKey) ([]kvwatch.HistoryEntry[Thing], error) {
+	return kvwatch.History(ctx, b.js, b.kv, &kvwBOtherKind, key)
+}
+
+// ListOther reads the Other entries within scopes, sorted by key, without a
+// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// that does not decode is reported in the error, the others returned).
+func (b *BBucket) ListOther(ctx context.Context, scopes BScopes) ([]kvwatch.Entry[OtherKey, Thing], uint64, error) {
+	return kvwatch.List(ctx, b.js, b.kv, &kvwBSpec, &kvwBOtherKind, scopes.KVWatchScopes())
+}
+
+// OtherKeys reads the keys of the Other entries within scopes, sorted,
+// without a consumer: exact as of the revision returned.
+func (b *BBucket) OtherKeys(ctx context.Context, scopes BScopes) ([]OtherKey, uint64, error) {
+	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBSpec, &kvwBOtherKind, scopes.KVWatchScopes())
 }
