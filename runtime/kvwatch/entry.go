@@ -14,26 +14,33 @@ const (
 	markerReasonHeader = "Nats-Marker-Reason" // server markers (TTL, purge)
 )
 
-// opOf returns the KV operation a message's headers describe, as nats.go's
-// own KV watcher reads them: KV-Operation first, then server markers
-// ("MaxAge" and "Purge" are purges, "Remove" a delete).
+// opOf returns the KV operation a message's headers describe.
 func opOf(h nats.Header) Op {
+	op, _ := entryOp(h)
+	return op
+}
+
+// entryOp returns the KV operation a message's headers describe, as
+// nats.go's own KV watcher reads them: KV-Operation first, then server
+// markers ("MaxAge" and "Purge" are purges, "Remove" a delete), whose
+// reason it returns too.
+func entryOp(h nats.Header) (Op, Marker) {
 	if len(h) == 0 {
-		return OpPut
+		return OpPut, ""
 	}
 	switch h.Get(kvOperationHeader) {
 	case "DEL":
-		return OpDelete
+		return OpDelete, ""
 	case "PURGE":
-		return OpPurge
+		return OpPurge, ""
 	}
-	switch h.Get(markerReasonHeader) {
-	case "MaxAge", "Purge":
-		return OpPurge
-	case "Remove":
-		return OpDelete
+	switch m := Marker(h.Get(markerReasonHeader)); m {
+	case MarkerMaxAge, MarkerPurge:
+		return OpPurge, m
+	case MarkerRemove:
+		return OpDelete, m
 	}
-	return OpPut
+	return OpPut, ""
 }
 
 // directEntry turns one direct-get reply into a raw entry of this bucket;
@@ -44,10 +51,12 @@ func (w *Watcher) directEntry(msg *nats.Msg) (e rawEntry, ok bool) {
 		return rawEntry{}, false
 	}
 	created, _ := time.Parse(time.RFC3339Nano, msg.Header.Get("Nats-Time-Stamp"))
+	op, marker := entryOp(msg.Header)
 	return rawEntry{
 		key:      key,
 		value:    msg.Data,
-		op:       opOf(msg.Header),
+		op:       op,
+		marker:   marker,
 		revision: directget.HeaderUint(msg, "Nats-Sequence"),
 		created:  created,
 	}, true

@@ -8,11 +8,35 @@ type Op uint8
 const (
 	// OpPut is a new value for a key: a create or an update.
 	OpPut Op = iota + 1
-	// OpDelete is a delete of a key (KV Delete, or a TTL "Remove" marker).
+	// OpDelete is a delete of a key (KV Delete, or a "Remove" marker).
 	OpDelete
 	// OpPurge is a purge of a key (KV Purge, which also drops its history,
-	// or a "MaxAge"/"Purge" marker).
+	// or a "MaxAge" or "Purge" marker).
 	OpPurge
+)
+
+// Marker is the reason the server gives when it, not a client, removed
+// an entry and wrote a marker saying so (the Nats-Marker-Reason header),
+// which it does on a bucket with a limit marker TTL (KV LimitMarkerTTL,
+// the stream's SubjectDeleteMarkerTTL; nats-server 2.11+). Without one, an
+// expired or limit-removed entry leaves no trace a watcher can see: it
+// stays in the caches until the key is written again or the watcher
+// re-reads its state.
+type Marker string
+
+// The reasons the server defines. nats-server 2.15.2 writes MaxAge only:
+// when an entry's TTL or the bucket's max age expires. Entries removed by
+// the bucket's message or byte limits leave no marker.
+const (
+	// MarkerMaxAge: the entry's TTL (jetstream.KeyTTL) or the bucket's
+	// (its MaxAge) expired. Delivered as OpPurge.
+	MarkerMaxAge Marker = "MaxAge"
+	// MarkerPurge is defined by the server for purges; delivered as
+	// OpPurge.
+	MarkerPurge Marker = "Purge"
+	// MarkerRemove is defined by the server for removals; delivered as
+	// OpDelete.
+	MarkerRemove Marker = "Remove"
 )
 
 // String returns "put", "delete" or "purge".
@@ -64,6 +88,10 @@ type Event[K comparable, V any] struct {
 	// DeletedFinalStateUnknown): Prev is the last value the watcher knew,
 	// Revision the watcher's revision when the read was caught up.
 	FinalStateUnknown bool
+	// Marker is set on an OpDelete or OpPurge the server wrote rather than
+	// a client: the reason it removed the entry (MarkerMaxAge when a TTL
+	// expired). Prev is the last value, as for any delete.
+	Marker Marker
 	// LeftScope is set on an OpDelete that SetScopes delivered for a key
 	// outside the watcher's new scopes: the key still exists in the bucket,
 	// the watcher no longer watches it. Prev is its last value, Revision

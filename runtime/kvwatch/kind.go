@@ -74,9 +74,11 @@ func (b *Binding[K, V]) attach(w *Watcher) {
 
 // rawEntry is one KV record as read from the stream, before typing.
 type rawEntry struct {
-	key      string
-	value    []byte
-	op       Op
+	key   string
+	value []byte
+	op    Op
+	// marker is the server's reason when the entry is a marker it wrote.
+	marker   Marker
 	revision uint64
 	created  time.Time
 	initial  bool
@@ -209,7 +211,7 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		return
 	}
 	ev := Event[K, V]{Op: e.op, Key: p.key, Value: p.value, Prev: old.Value, HasPrev: had,
-		Revision: e.revision, Created: e.created, Initial: e.initial}
+		Revision: e.revision, Created: e.created, Initial: e.initial, Marker: e.marker}
 	callHandler(&w.disp, b.kind.Name, e, b.handler, ev)
 }
 

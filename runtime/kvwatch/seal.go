@@ -237,5 +237,6 @@ func (w *Watcher) msgGetNext(ctx context.Context, seq uint64, subject string) (e
 	if !ok {
 		return rawEntry{}, false, fmt.Errorf("stream message get: subject %q is not in the bucket", m.Subject)
 	}
-	return rawEntry{key: key, value: m.Data, op: opOf(hdr), revision: m.Sequence, created: m.Time}, true, nil
+	op, marker := entryOp(hdr)
+	return rawEntry{key: key, value: m.Data, op: op, marker: marker, revision: m.Sequence, created: m.Time}, true, nil
 }

@@ -226,10 +226,12 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			continue
 		}
 		w.stats.received.Add(1)
+		op, marker := entryOp(msg.Headers())
 		w.deliver(rawEntry{
 			key:      key,
 			value:    msg.Data(),
-			op:       opOf(msg.Headers()),
+			op:       op,
+			marker:   marker,
 			revision: rev,
 			created:  time.Unix(0, meta.timestamp),
 			initial:  plan.initialEntry(key),
