@@ -45,6 +45,7 @@ var scenarios = []scenario{
 	{"failover", "time from a server crash to the first event after it: kvwatch vs kv.WatchFiltered", runFailover},
 	{"fleet", "a hub and E edges with KV mirrors: consumers, memory, subscriptions and delivery latency per watcher", runFleet},
 	{"backpressure", "client memory while a handler over 100x slower than the publisher falls behind", runBackpressure},
+	{"modify", "read-modify-write of one key by 1, 4 and 16 concurrent ModifyItem callers: updates/s, conflicts, lost updates", runModify},
 	{"generator", "load and generate a 100-bucket x 10-kind schema", runGenerator},
 }
 

@@ -54,6 +54,7 @@ func TestScenariosSmoke(t *testing.T) {
 		"fleet_origin_watcher_consumers_e0_w4": 4,
 		"fleet_origin_watcher_consumers":       0,
 		"fleet_consumers_per_edge_e1_w4":       4,
+		"modify_lost_updates":                  0,
 	}
 	if v := names["failover_seconds_kvwatch"]; v >= 3 {
 		t.Errorf("failover_seconds_kvwatch = %v, want under 3 s", v)
@@ -66,7 +67,8 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned",
 		"generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key", "failover_seconds_kvwatch",
 		"failover_seconds_meta_leader_loss_max", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
-		"fleet_hub_subscriptions_isolated"} {
+		"fleet_hub_subscriptions_isolated",
+		"modify_updates_per_second_w1", "modify_updates_per_second_w16"} {
 		if v, ok := names[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
 		}
