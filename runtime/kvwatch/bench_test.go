@@ -70,6 +70,7 @@ func BenchmarkApply(b *testing.B) {
 	var seen int
 	binding := Bind(&benchKind, func(ev Event[benchKey, benchValue]) { seen += ev.Value.Metric })
 	binding.attach(w)
+	w.bindings, w.templates = []AnyBinding{binding}, []*kvwatchimpl.Template{benchTemplate}
 	value, _ := json.Marshal(benchValue{Name: "item-1", Owner: "team-1", CIDR: "10.0.1.0/24", NextHop: "10.0.0.1",
 		Metric: 1, Enabled: true, Version: 3, Tags: []string{"a", "b"}, Note: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})
 	keys := make([]string, 50000)
@@ -81,7 +82,7 @@ func BenchmarkApply(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		e := rawEntry{key: keys[i%len(keys)], value: value, op: OpPut, revision: uint64(i), created: now, ordered: true}
-		binding.prepare(e).commit(w)
+		w.deliver(e)
 		i++
 	}
 }

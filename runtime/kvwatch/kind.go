@@ -42,7 +42,7 @@ type AnyBinding interface {
 	check() error
 	counters() *kindCounters
 	attach(w *Watcher)
-	prepare(e rawEntry) prepared
+	prepare(e rawEntry, owned bool) prepared
 	restore(entries any, inScope func(string) bool) (n int, oldest uint64, err error)
 	entriesLocked() any
 	cloneEntries(entries any) any
@@ -98,7 +98,11 @@ type rawEntry struct {
 // cache and calls the handler, in stream order. Both run on the event
 // goroutine.
 type prepared interface {
-	commit(w *Watcher)
+	// applyLocked updates the caches, with the state lock held; it
+	// reports whether after must run once the lock is released.
+	applyLocked(w *Watcher) bool
+	// after calls the handler, or reports what could not be typed.
+	after(w *Watcher)
 }
 
 // preparedEntry is a prepared entry of a binding.
@@ -110,12 +114,18 @@ type preparedEntry[K comparable, V any] struct {
 	stored V     // the cache's deep copy
 	err    error // the key did not parse (keyBad) or the value did not decode
 	keyBad bool
+	// ev is the event applyLocked made, for after.
+	ev Event[K, V]
 }
 
 // prepare parses the key and, for a put, decodes and copies the value. The
-// result is valid until the next prepare of the binding.
-func (b *Binding[K, V]) prepare(e rawEntry) prepared {
+// result is valid until the next prepare of the binding, unless owned is
+// set (an entry of a batch, applied with the others).
+func (b *Binding[K, V]) prepare(e rawEntry, owned bool) prepared {
 	p := &b.scratch
+	if owned {
+		p = new(preparedEntry[K, V])
+	}
 	*p = preparedEntry[K, V]{b: b, e: e}
 	p.key, p.err = b.kind.ParseKey(e.key)
 	if p.err != nil {
@@ -130,38 +140,35 @@ func (b *Binding[K, V]) prepare(e rawEntry) prepared {
 	return p
 }
 
-// commit updates the cache and calls the handler. Entries that could not
-// be typed are reported and skipped (a value that does not decode also
-// takes its key out of the cache: the cache holds current values only).
+// applyLocked updates the cache, with the state lock held, and reports
+// whether after has something to do once it is released: call the
+// handler, or report an entry that could not be typed (skipped; a value
+// that does not decode also takes its key out of the cache: the cache
+// holds current values only). Handlers run unlocked, after the change
+// they see is in the cache.
 //
 // Ownership: the handler owns ev.Value (the cache keeps its own copy) and
 // ev.Prev (no longer in the cache), so nothing a handler does can change
 // the cache.
-func (p *preparedEntry[K, V]) commit(w *Watcher) {
+func (p *preparedEntry[K, V]) applyLocked(w *Watcher) bool {
 	b, e := p.b, &p.e
 	if p.err != nil {
 		if w.skips(e) {
-			w.commitRevision(e) // replayed after a read: reported already
-			return
+			w.commitRevisionLocked(e) // replayed after a read: reported already
+			return false
 		}
-		w.state.mu.Lock()
 		if item, had := b.cache.items[p.key]; had && w.older(e, item.Revision) {
 			w.commitRevisionLocked(e) // the cache holds a newer entry
-			w.state.mu.Unlock()
-			return
+			return false
 		}
 		if !p.keyBad {
 			delete(b.cache.items, p.key)
 			delete(b.unseen, p.key)
 		}
 		w.commitRevisionLocked(e)
-		w.state.mu.Unlock()
-		b.stats.dataErrors.Add(1)
-		w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: p.err})
-		return
+		return true
 	}
 
-	w.state.mu.Lock()
 	item, had := b.cache.items[p.key]
 	var old Item[V]
 	if had {
@@ -172,8 +179,7 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		// that already holds this revision or a newer one (or the key's
 		// deletion).
 		w.commitRevisionLocked(e)
-		w.state.mu.Unlock()
-		return
+		return false
 	}
 	delete(b.unseen, p.key) // a no-op on a nil map: no re-list running
 	if had && w.older(e, old.Revision) {
@@ -181,8 +187,7 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		// read answered by a replica behind the watcher (SetScopes
 		// widening a scope), or a consumer replaying after a reset.
 		w.commitRevisionLocked(e)
-		w.state.mu.Unlock()
-		return
+		return false
 	}
 	// An initial entry the cache already holds is nothing new: a restored
 	// entry a re-list finds as it was, or an entry read again when a read
@@ -201,18 +206,26 @@ func (p *preparedEntry[K, V]) commit(w *Watcher) {
 		delete(b.cache.items, p.key)
 	}
 	w.commitRevisionLocked(e)
-	w.state.mu.Unlock()
 
 	if unchanged || (e.op != OpPut && e.state && !had) {
-		return // nothing changed, or a key absent from the state read
+		return false // nothing changed, or a key absent from the state read
 	}
-	b.stats.count(e.op)
-	if b.handler == nil {
+	p.ev = Event[K, V]{Op: e.op, Key: p.key, Value: p.value, Prev: old.Value, HasPrev: had,
+		Revision: e.revision, Created: e.created, Initial: e.initial, Marker: e.marker}
+	return true
+}
+
+func (p *preparedEntry[K, V]) after(w *Watcher) {
+	b, e := p.b, &p.e
+	if p.err != nil {
+		b.stats.dataErrors.Add(1)
+		w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: p.err})
 		return
 	}
-	ev := Event[K, V]{Op: e.op, Key: p.key, Value: p.value, Prev: old.Value, HasPrev: had,
-		Revision: e.revision, Created: e.created, Initial: e.initial, Marker: e.marker}
-	callHandler(&w.disp, b.kind.Name, e, b.handler, ev)
+	b.stats.count(e.op)
+	if b.handler != nil {
+		callHandler(&w.disp, b.kind.Name, e, b.handler, p.ev)
+	}
 }
 
 // safeClone deep-copies v for the cache; a copy function that panics (an

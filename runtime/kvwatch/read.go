@@ -23,7 +23,8 @@ import (
 // ListKeysFiltered and History create a consumer for every call, which
 // costs the stream's leader what a watcher avoids.
 
-// ErrNoJetStream is returned by List, Keys and History of a bucket handle
+// ErrNoJetStream is returned by List, Keys, History and a batch's Commit
+// on a bucket handle
 // made without the JetStream context they read through (a generated
 // NewXBucket(kv) rather than OpenXBucket).
 var ErrNoJetStream = errors.New("kvwatch: reading without a consumer needs the JetStream context: open the bucket with the generated OpenXBucket")

@@ -177,12 +177,18 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 	}
 	var lastSeq uint64 // the consumer's own sequence of the last message
 	stop := it.Stop    // one method value, not one a message
+	var batch pendingBatch
 	for {
+		if w.rescopeWaiting() {
+			batch.flush(w, plan) // the scopes change: apply what the old ones delivered
+		}
 		if err := w.takeRescopes(stop); err != nil {
 			return err
 		}
 		var msg jetstream.Msg
-		if plan.pending && !plan.lastPerSubject && pending <= idleCheckBelow {
+		if batch.held() && pending == 0 {
+			msg, err = it.Next(jetstream.NextMaxWait(batchWait))
+		} else if plan.pending && !plan.lastPerSubject && pending <= idleCheckBelow {
 			msg, err = it.Next(jetstream.NextMaxWait(sealIdle))
 		} else {
 			msg, err = it.Next()
@@ -192,6 +198,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		case w.ctx.Err() != nil:
 			return nil
 		case errors.Is(err, nats.ErrTimeout):
+			batch.flush(w, plan)
 			if err := w.sealAndFinish("idle"); err != nil {
 				return err
 			}
@@ -226,8 +233,9 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			continue
 		}
 		w.stats.received.Add(1)
-		op, marker := entryOp(msg.Headers())
-		w.deliver(rawEntry{
+		hdr := msg.Headers()
+		op, marker := entryOp(hdr)
+		e := rawEntry{
 			key:      key,
 			value:    msg.Data(),
 			op:       op,
@@ -237,8 +245,10 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			initial:  plan.initialEntry(key),
 			ordered:  true,
 			state:    meta.consumerSeq <= stateEntries,
-		})
-		plan.applied(rev)
+		}
+		if batch.take(w, plan, e, hdr) {
+			continue // the rest of its batch follows
+		}
 		if plan.pending && (plan.reached() || meta.pending == 0) {
 			if err := w.sealAndFinish("caught up"); err != nil {
 				return err

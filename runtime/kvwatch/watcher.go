@@ -310,15 +310,44 @@ func (w *Watcher) keyMatcher(filters []string) *subjects.Matcher {
 // deliver prepares and commits one raw entry on the event goroutine. The
 // entry is passed by value: a pointer would move it to the heap, once per
 // message.
-func (w *Watcher) deliver(e rawEntry) { w.prepare(e).commit(w) }
+func (w *Watcher) deliver(e rawEntry) {
+	p := w.prepare(e, false)
+	w.state.mu.Lock()
+	more := p.applyLocked(w)
+	w.state.mu.Unlock()
+	if more {
+		p.after(w)
+	}
+}
+
+// deliverBatch applies entries, the changes of one atomic batch as the
+// consumer delivered them, under one lock: no cache reader and no
+// checkpoint sees part of them. Their handlers then run in order.
+func (w *Watcher) deliverBatch(entries []rawEntry) {
+	ps := make([]prepared, len(entries))
+	for i, e := range entries {
+		ps[i] = w.prepare(e, true)
+	}
+	more := make([]bool, len(ps))
+	w.state.mu.Lock()
+	for i, p := range ps {
+		more[i] = p.applyLocked(w)
+	}
+	w.state.mu.Unlock()
+	for i, p := range ps {
+		if more[i] {
+			p.after(w)
+		}
+	}
+}
 
 // prepare routes one raw entry to the binding whose template it matches
 // and prepares it there. An entry matching no template only advances the
 // revision, and is reported.
-func (w *Watcher) prepare(e rawEntry) prepared {
+func (w *Watcher) prepare(e rawEntry, owned bool) prepared {
 	for i, t := range w.templates {
 		if t.Match(e.key) {
-			return w.bindings[i].prepare(e)
+			return w.bindings[i].prepare(e, owned)
 		}
 	}
 	return &unknownEntry{e: e}
@@ -327,11 +356,13 @@ func (w *Watcher) prepare(e rawEntry) prepared {
 // unknownEntry is an entry in scope that matches no template.
 type unknownEntry struct{ e rawEntry }
 
-func (u *unknownEntry) commit(w *Watcher) {
-	w.commitRevision(&u.e)
-	if !w.skips(&u.e) {
-		w.disp.reportData(&UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
-	}
+func (u *unknownEntry) applyLocked(w *Watcher) bool {
+	w.commitRevisionLocked(&u.e)
+	return !w.skips(&u.e)
+}
+
+func (u *unknownEntry) after(w *Watcher) {
+	w.disp.reportData(&UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
 }
 
 // commitRevision records that an ordered entry was applied.

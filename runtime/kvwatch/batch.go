@@ -1,0 +1,81 @@
+package kvwatch
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// This file is atomic batches as a watcher sees them. A batch published
+// atomically (nats-server 2.12+, a stream with AllowAtomicPublish; the
+// generated client's Batch) is stored with its messages marked: each
+// carries Nats-Batch-Id, and the last one Nats-Batch-Commit. The tail
+// holds a batch's entries until it has them all, then applies them to the
+// caches under one lock (deliverBatch), so that no cache reader and no
+// checkpoint sees part of a batch, as etcd's watch is atomic per
+// transaction. The batch is complete at its committing message, or,
+// when the watcher's scopes leave that one out, at the next message of
+// another batch or of none. With nothing of it pending, the tail waits
+// for the rest up to batchWait and then applies what it holds: the server
+// stores a batch's messages one after another, and a consumer can deliver
+// the first before the last is stored; a batch whose committing write is
+// out of scope and that nothing follows is applied that much later.
+//
+// What is not atomic: a state read (the initial read, SetScopes adding
+// scopes) delivers each key's newest entry, and the catch-up right after
+// it may apply a batch the read overlapped in parts; a mirror drops the
+// batch headers (nats-server does not batch when mirroring), so a watcher
+// of an edge's mirror applies a batch entry by entry.
+
+const (
+	batchIDHeader     = "Nats-Batch-Id"
+	batchCommitHeader = "Nats-Batch-Commit"
+	// batchWait bounds the wait for the rest of a batch once nothing is
+	// pending: long enough for a server storing it, short next to the
+	// latency of a change reaching a fleet's nodes.
+	batchWait = 100 * time.Millisecond
+)
+
+// pendingBatch is the batch the tail is collecting.
+type pendingBatch struct {
+	id      string
+	entries []rawEntry
+}
+
+// held reports whether entries of a batch are held.
+func (b *pendingBatch) held() bool { return len(b.entries) > 0 }
+
+// take delivers e, or holds it with the rest of its batch; it reports
+// whether it held e (more of the batch may follow).
+func (b *pendingBatch) take(w *Watcher, plan *catchUp, e rawEntry, hdr nats.Header) bool {
+	var id string
+	if len(hdr) > 0 && !e.state {
+		id = hdr.Get(batchIDHeader)
+	}
+	if b.id != "" && id != b.id {
+		b.flush(w, plan)
+	}
+	if id == "" {
+		w.deliver(e)
+		plan.applied(e.revision)
+		return false
+	}
+	b.id = id
+	b.entries = append(b.entries, e)
+	if hdr.Get(batchCommitHeader) == "" {
+		return true
+	}
+	b.flush(w, plan)
+	return false
+}
+
+// flush applies the entries held, if any.
+func (b *pendingBatch) flush(w *Watcher, plan *catchUp) {
+	if len(b.entries) == 0 {
+		return
+	}
+	w.deliverBatch(b.entries)
+	plan.applied(b.entries[len(b.entries)-1].revision)
+	clear(b.entries)
+	b.id, b.entries = "", b.entries[:0]
+}
