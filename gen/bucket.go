@@ -24,6 +24,7 @@ func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
 	emitSetScopes(f, b)
 	emitCheckpoint(f, b)
 	emitClient(f, b)
+	emitBucketConfig(f, b)
 	return f
 }
 
@@ -173,13 +174,13 @@ func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 // emitSpec writes the runtime description of the bucket.
 func emitSpec(f *jen.File, b *schema.Bucket) {
 	f.Comment(wrap(fmt.Sprintf("%s describes bucket %s to the runtime.", b.Names.Spec, b.Name)))
-	f.Var().Id(b.Names.Spec).Op("=").Add(rt("BucketSpec")).Add(keyed(
+	f.Var().Id(b.Names.Spec).Op("=").Add(rt("BucketSpec")).Add(keyed(append([]field{
 		field{"Bucket", jen.Lit(b.Name)},
 		field{"Scopes", jen.Index().Add(rt("ScopeSpec")).ValuesFunc(func(g *jen.Group) {
 			for _, s := range b.Scopes {
 				g.Add(keyed(field{"Name", jen.Lit(s.GoName)}, field{"Prefix", jen.Lit(s.Prefix.Raw)}))
 			}
 		})},
-	))
+	}, specConfig(b)...)...))
 	f.Line()
 }

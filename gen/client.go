@@ -47,6 +47,53 @@ func emitClient(f *jen.File, b *schema.Bucket) {
 	for _, k := range b.Kinds {
 		emitKindClient(f, b, k)
 	}
+	emitBatch(f, b)
+}
+
+// emitBatch writes the bucket's atomic batch of writes: per kind the
+// client's writes that a batch can hold, and Commit.
+func emitBatch(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap(fmt.Sprintf("%s collects writes to bucket %s that Commit stores atomically: all at "+
+		"consecutive revisions, or none (nats-server 2.12+, on a stream that allows atomic batches). A "+
+		"watcher's caches take a committed batch at once: no reader sees part of it (see kvwatch.Batch for "+
+		"what is not atomic). Its methods return the batch, to chain; a key or value that cannot be written "+
+		"fails Commit, which then sends nothing. Not safe for concurrent use.", n.Batch, b.Name)))
+	f.Type().Id(n.Batch).Struct(jen.Id("b").Op("*").Add(rt("Batch")))
+	f.Line()
+	f.Comment(wrap(fmt.Sprintf("Batch starts an atomic batch of writes to the bucket (see %s).", n.Batch)))
+	f.Func().Params(jen.Id("b").Op("*").Id(n.Client)).Id("Batch").Params().Op("*").Id(n.Batch).Block(
+		jen.Return(jen.Op("&").Id(n.Batch).Add(keyed(field{"b", rt("NewBatch").Call(jen.Id("b").Dot("js"), jen.Id("b").Dot("kv"))}))),
+	)
+	f.Line()
+	for _, k := range b.Kinds {
+		kn := k.Names
+		kind := jen.Op("&").Id(kn.KindVar)
+		write := func(name, doc string, params []jen.Code, call jen.Code) {
+			f.Comment(wrap(doc))
+			f.Func().Params(jen.Id("t").Op("*").Id(n.Batch)).Id(name).Params(params...).Op("*").Id(n.Batch).Block(
+				call, jen.Return(jen.Id("t")),
+			)
+			f.Line()
+		}
+		key, v := jen.Id("key").Id(kn.Key), jen.Id("v").Add(goType(k.Value))
+		write(kn.Put, fmt.Sprintf("%s adds a put of v under key.", kn.Put), []jen.Code{key, v},
+			rt("BatchPut").Call(jen.Id("t").Dot("b"), kind, jen.Id("key"), jen.Id("v")))
+		write(kn.Update, fmt.Sprintf("%s adds a put of v under key that commits only if key is still at "+
+			"revision (0: only if key does not exist); otherwise nothing of the batch is stored and Commit fails "+
+			"with jetstream.ErrKeyRevisionMismatch.", kn.Update), []jen.Code{key, v, jen.Id("revision").Uint64()},
+			rt("BatchUpdate").Call(jen.Id("t").Dot("b"), kind, jen.Id("key"), jen.Id("v"), jen.Id("revision")))
+		write(kn.Delete, fmt.Sprintf("%s adds a delete of key.", kn.Delete), []jen.Code{key},
+			rt("BatchDelete").Call(jen.Id("t").Dot("b"), kind, jen.Id("key"), jen.False()))
+		write(kn.Purge, fmt.Sprintf("%s adds a purge of key (its history too).", kn.Purge), []jen.Code{key},
+			rt("BatchDelete").Call(jen.Id("t").Dot("b"), kind, jen.Id("key"), jen.True()))
+	}
+	f.Comment(wrap(fmt.Sprintf("Commit stores the batch atomically and returns the revision of its last write. It fails with "+
+		"kvwatch.ErrBatchDisabled on a stream that does not allow atomic batches, and with kvwatch.ErrNoJetStream "+
+		"on a bucket made with %s rather than %s.", n.NewClient, n.OpenClient)))
+	f.Func().Params(jen.Id("t").Op("*").Id(n.Batch)).Id("Commit").Params(jen.Id("ctx").Qual("context", "Context")).
+		Params(jen.Uint64(), jen.Error()).Block(jen.Return(jen.Id("t").Dot("b").Dot("Commit").Call(jen.Id("ctx"))))
+	f.Line()
 }
 
 // emitKindClient writes the client methods of one kind.

@@ -102,7 +102,7 @@ func rt(name string) *jen.Statement {
 // implNames are the runtime's names for generated code only, in package
 // kvwatchimpl since version 3.
 var implNames = map[string]bool{
-	"Kind": true, "BucketSpec": true, "ScopeSpec": true,
+	"Kind": true, "BucketSpec": true, "ScopeSpec": true, "BucketConfig": true, "FileStorage": true, "MemoryStorage": true,
 	"Codec": true, "JSON": true, "String": true, "Bytes": true, "Text": true, "Binary": true,
 	"JSONReader": true, "JSONInt": true, "JSONUint": true, "JSONSlice": true, "JSONMap": true, "JSONValue": true,
 	"CloneJSON": true, "CloneMap": true, "CloneSlice": true, "CodecClone": true,

@@ -9,7 +9,7 @@ import (
 )
 
 var (
-	bucketFields = []string{"bucket", "name", "doc", "keys", "scopes"}
+	bucketFields = []string{"bucket", "name", "doc", "keys", "scopes", "config"}
 	keyFields    = []string{"name", "key", "value", "codec", "doc"}
 	scopeFields  = []string{"name", "prefix"}
 	codecs       = []string{string(CodecJSON), string(CodecString), string(CodecBytes), string(CodecText), string(CodecBinary)}
@@ -94,6 +94,9 @@ func (l *loader) bucket(n *yaml.Node) (b *Bucket, valid bool) {
 	l.checkOverlaps(keyed.kinds)
 	if n := f["scopes"]; n != nil {
 		b.Scopes = l.scopes(b, keyed, n)
+	}
+	if n := f["config"]; n != nil {
+		b.Config = l.bucketConfig(b, n)
 	}
 	return b, valid
 }

@@ -121,11 +121,12 @@ func (l *loader) assignNames(s *Schema) {
 		what := fmt.Sprintf("bucket %s", b.Name)
 		b.Names = BucketNames{
 			Scopes: g + "Scopes", Handlers: g + "Handlers", Watcher: g + "Watcher", Watch: "Watch" + g,
-			Client: g + "Bucket", NewClient: "New" + g + "Bucket", OpenClient: "Open" + g + "Bucket", Checkpoint: g + "Checkpoint", Spec: "kvw" + g + "Spec",
-			File: fileStem(b.Name) + ".kvwatch.go",
+			Client: g + "Bucket", NewClient: "New" + g + "Bucket", OpenClient: "Open" + g + "Bucket", Batch: g + "Batch", Checkpoint: g + "Checkpoint", Spec: "kvw" + g + "Spec",
+			CreateOrUpdate: "CreateOrUpdate" + g + "Bucket",
+			File:           fileStem(b.Name) + ".kvwatch.go",
 		}
 		files.add(b.Names.File, what, b.Pos)
-		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.OpenClient, b.Names.Checkpoint, b.Names.Spec} {
+		for _, name := range []string{b.Names.Scopes, b.Names.Handlers, b.Names.Watcher, b.Names.Watch, b.Names.Client, b.Names.NewClient, b.Names.OpenClient, b.Names.Batch, b.Names.Checkpoint, b.Names.Spec, b.Names.CreateOrUpdate} {
 			pkg.add(name, what, b.Pos)
 		}
 		handlers := l.namespace("struct " + b.Names.Handlers)
@@ -137,6 +138,7 @@ func (l *loader) assignNames(s *Schema) {
 		}
 		client := l.namespace("type " + b.Names.Client)
 		client.fixed("KeyValue", "its KeyValue method", b.Pos)
+		client.fixed("Batch", "its Batch method", b.Pos)
 		checkpoint := l.namespace("struct " + b.Names.Checkpoint)
 		for _, m := range []string{"Revision", "Filters", "StreamCreated", "Resume"} {
 			checkpoint.fixed(m, "the checkpoint's "+m, b.Pos)

@@ -38,6 +38,9 @@ type Bucket struct {
 	Doc    string   // doc comment text, may be empty
 	Kinds  []*Kind  // in the order written
 	Scopes []*Scope // in the order written
+	// Config is the stream configuration the schema declares under
+	// config:, nil when it declares none (see BucketConfig).
+	Config *BucketConfig
 	Names  BucketNames
 	Pos    Pos
 }
@@ -51,9 +54,13 @@ type BucketNames struct {
 	Client     string // NetworkBucket: typed reads and writes
 	NewClient  string // NewNetworkBucket
 	OpenClient string // OpenNetworkBucket
+	Batch      string // NetworkBatch: an atomic batch of writes
 	Checkpoint string // NetworkCheckpoint: a watcher's state, to resume from
 	Spec       string // kvwNetworkSpec: the runtime's bucket description
-	File       string // network.kvwatch.go: the generated file
+	// CreateOrUpdate is CreateOrUpdateNetworkBucket: creates the bucket
+	// with its Config, or updates it to it.
+	CreateOrUpdate string
+	File           string // network.kvwatch.go: the generated file
 }
 
 // Kind is one kind of entry of a bucket.

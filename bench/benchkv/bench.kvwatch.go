@@ -315,3 +315,78 @@ func (b *BenchBucket) ListItem(ctx context.Context, scopes BenchScopes) ([]kvwat
 func (b *BenchBucket) ItemKeys(ctx context.Context, scopes BenchScopes) ([]ItemKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBenchSpec, &kvwBenchItemKind, scopes.KVWatchScopes())
 }
+
+// BenchBatch collects writes to bucket bench that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type BenchBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see BenchBatch).
+func (b *BenchBucket) Batch() *BenchBatch {
+	return &BenchBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutItem adds a put of v under key.
+func (t *BenchBatch) PutItem(key ItemKey, v Item) *BenchBatch {
+	kvwatch.BatchPut(t.b, &kvwBenchItemKind, key, v)
+	return t
+}
+
+// UpdateItem adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BenchBatch) UpdateItem(key ItemKey, v Item, revision uint64) *BenchBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBenchItemKind, key, v, revision)
+	return t
+}
+
+// DeleteItem adds a delete of key.
+func (t *BenchBatch) DeleteItem(key ItemKey) *BenchBatch {
+	kvwatch.BatchDelete(t.b, &kvwBenchItemKind, key, false)
+	return t
+}
+
+// PurgeItem adds a purge of key (its history too).
+func (t *BenchBatch) PurgeItem(key ItemKey) *BenchBatch {
+	kvwatch.BatchDelete(t.b, &kvwBenchItemKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewBenchBucket rather than OpenBenchBucket.
+func (t *BenchBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateBenchBucket creates bucket bench with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateBenchBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*BenchBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwBenchSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BenchBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

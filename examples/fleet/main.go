@@ -77,7 +77,7 @@ func run(serverURL string, edges int, out io.Writer) error {
 		return err
 	}
 	defer nc.Close()
-	kv, err := createBucket(ctx, js, serverURL)
+	network, err := createBucket(ctx, js, serverURL)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,6 @@ func run(serverURL string, edges int, out io.Writer) error {
 		// The bucket is the example's: leave nothing of it behind.
 		defer js.DeleteKeyValue(context.Background(), "network")
 	}
-	network := fleetkv.NewNetworkBucket(kv)
 	if err := writeFleet(ctx, network); err != nil {
 		return err
 	}
@@ -149,11 +148,12 @@ func run(serverURL string, edges int, out io.Writer) error {
 	return printConsumers(ctx, out, js, fleet)
 }
 
-// createBucket creates the example's bucket, "network". It refuses to use
-// one that exists already: the example writes demo data into its bucket
-// and deletes it at the end, so it must never be a bucket it did not
-// create (someone's real network state, say).
-func createBucket(ctx context.Context, js jetstream.JetStream, serverURL string) (jetstream.KeyValue, error) {
+// createBucket creates the example's bucket, "network", with the
+// configuration its schema declares. It refuses to use one that exists
+// already: the example writes demo data into its bucket and deletes it at
+// the end, so it must never be a bucket it did not create (someone's real
+// network state, say).
+func createBucket(ctx context.Context, js jetstream.JetStream, serverURL string) (*fleetkv.NetworkBucket, error) {
 	refuse := fmt.Errorf("bucket %q already exists on %s: the example writes demo data into a bucket it creates, and deletes it at the end, "+
 		"so it never touches one it did not create; run it without -server (on an embedded nats-server), "+
 		"or with -server on a server or account without that bucket", "network", serverURL)
@@ -163,11 +163,10 @@ func createBucket(ctx context.Context, js jetstream.JetStream, serverURL string)
 	case !errors.Is(err, jetstream.ErrBucketNotFound):
 		return nil, err
 	}
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "network", Description: "demo data of kvwatchgen's examples/fleet, deleted when it ends"})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		return nil, refuse // created meanwhile, by someone else
-	}
-	return kv, err
+	// Absent a moment ago: CreateOrUpdate creates it (were it created in
+	// between, by someone else, CreateOrUpdate would update its
+	// configuration, and refuse any change that loses data).
+	return fleetkv.CreateOrUpdateNetworkBucket(ctx, js)
 }
 
 // writeFleet writes a VPC config, two routes and a firewall rule per VPC.
@@ -196,16 +195,18 @@ func writeFleet(ctx context.Context, b *fleetkv.NetworkBucket) error {
 // a value that does not decode (it is reported and the watch goes on), and
 // returns the revision of the last one.
 func changeFleet(ctx context.Context, b *fleetkv.NetworkBucket) (uint64, error) {
-	if _, err := b.PutRoute(ctx, fleetkv.RouteKey{VPC: "blue", RouteID: "r1"},
-		fleetkv.Route{CIDR: "10.1.1.0/24", NextHop: "10.1.0.254", Metric: 5, Updated: time.Now()}); err != nil {
+	// A read-modify-write that no concurrent writer can lose.
+	if _, err := b.ModifyRoute(ctx, fleetkv.RouteKey{VPC: "blue", RouteID: "r1"}, func(r *fleetkv.Route) error {
+		r.NextHop, r.Metric, r.Updated = "10.1.0.254", 5, time.Now()
+		return nil
+	}); err != nil {
 		return 0, err
 	}
-	if _, err := b.PutRoute(ctx, fleetkv.RouteKey{VPC: "amber", RouteID: "r9"},
-		fleetkv.Route{CIDR: "10.4.9.0/24", NextHop: "10.4.0.9", Metric: 90}); err != nil {
-		return 0, err
-	}
-	if _, err := b.PutFirewallRule(ctx, fleetkv.FirewallRuleKey{VPC: "green", Priority: 10},
-		fleetkv.FirewallRule{Action: "deny", CIDR: "0.0.0.0/0", Port: 23}); err != nil {
+	// Two keys at once: watchers apply them together.
+	if _, err := b.Batch().
+		PutRoute(fleetkv.RouteKey{VPC: "amber", RouteID: "r9"}, fleetkv.Route{CIDR: "10.4.9.0/24", NextHop: "10.4.0.9", Metric: 90}).
+		PutFirewallRule(fleetkv.FirewallRuleKey{VPC: "green", Priority: 10}, fleetkv.FirewallRule{Action: "deny", CIDR: "0.0.0.0/0", Port: 23}).
+		Commit(ctx); err != nil {
 		return 0, err
 	}
 	if err := b.DeleteRoute(ctx, fleetkv.RouteKey{VPC: "red", RouteID: "r2"}); err != nil {

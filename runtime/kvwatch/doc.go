@@ -4,13 +4,17 @@
 //
 // Users touch what a generated package hands them: the Watcher it embeds
 // (WaitSynced, SetScopes, WaitRevision, Checkpoint, Stats, Stop), typed
-// Caches, Events and Ops, the Options (WithBucket, Resume, WithLogger, …),
-// the errors (DataError, UnknownKeyError, HandlerError, ScopeError,
-// ErrBucketNotFound, KeyMismatchError, …) and Checkpoint. Start, Bind,
-// Binding, AnyBinding, Put, Get, Delete, EntriesOf and WithEntries exist
-// for generated code and say so; what only generated code uses otherwise is
-// in package kvwatchimpl, and compat.go keeps code of the previous
-// generated-code versions building.
+// Caches, Events, Ops and Markers, the Options (WithBucket, Resume,
+// WithLogger, …) and those of the typed client (CreateIfAbsent,
+// MaxAttempts, AllowDataLoss), the errors (DataError, UnknownKeyError,
+// HandlerError, ScopeError, KeyMismatchError, BucketConfigError,
+// ErrBucketNotFound, ErrConflicts, ErrBatchDisabled, …), Checkpoint,
+// Item, Entry and HistoryEntry. The names whose doc comment begins "For
+// generated code" (Start, Bind, Binding, the typed client's Put … Modify,
+// List, History, Batch, CreateOrUpdateBucket, EntriesOf, …) exist for
+// generated code; what only generated code uses otherwise is in package
+// kvwatchimpl, and compat.go keeps code of the previous generated-code
+// versions building.
 //
 // The watch guarantees (ordered, unique, reliable, exact at every sync
 // point, resumable, one consumer, clean stop) are stated in the README,

@@ -7,6 +7,9 @@ type BucketSpec struct {
 	Bucket string
 	// Scopes are the ways a watcher of this bucket can be narrowed.
 	Scopes []ScopeSpec
+	// Config is the configuration the schema declares for the bucket's
+	// stream (zero: none, every default applies).
+	Config BucketConfig
 }
 
 // ScopeSpec is one way to narrow a watcher: a token-aligned prefix of one

@@ -979,3 +979,208 @@ func (b *BlobsBucket) ListRaw(ctx context.Context, scopes BlobsScopes) ([]kvwatc
 func (b *BlobsBucket) RawKeys(ctx context.Context, scopes BlobsScopes) ([]RawKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsRawKind, scopes.KVWatchScopes())
 }
+
+// BlobsBatch collects writes to bucket blobs that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type BlobsBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see BlobsBatch).
+func (b *BlobsBucket) Batch() *BlobsBatch {
+	return &BlobsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutText adds a put of v under key.
+func (t *BlobsBatch) PutText(key TextKey, v string) *BlobsBatch {
+	kvwatch.BatchPut(t.b, &kvwBlobsTextKind, key, v)
+	return t
+}
+
+// UpdateText adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BlobsBatch) UpdateText(key TextKey, v string, revision uint64) *BlobsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBlobsTextKind, key, v, revision)
+	return t
+}
+
+// DeleteText adds a delete of key.
+func (t *BlobsBatch) DeleteText(key TextKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsTextKind, key, false)
+	return t
+}
+
+// PurgeText adds a purge of key (its history too).
+func (t *BlobsBatch) PurgeText(key TextKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsTextKind, key, true)
+	return t
+}
+
+// PutBlob adds a put of v under key.
+func (t *BlobsBatch) PutBlob(key BlobKey, v []byte) *BlobsBatch {
+	kvwatch.BatchPut(t.b, &kvwBlobsBlobKind, key, v)
+	return t
+}
+
+// UpdateBlob adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BlobsBatch) UpdateBlob(key BlobKey, v []byte, revision uint64) *BlobsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBlobsBlobKind, key, v, revision)
+	return t
+}
+
+// DeleteBlob adds a delete of key.
+func (t *BlobsBatch) DeleteBlob(key BlobKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsBlobKind, key, false)
+	return t
+}
+
+// PurgeBlob adds a purge of key (its history too).
+func (t *BlobsBatch) PurgeBlob(key BlobKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsBlobKind, key, true)
+	return t
+}
+
+// PutPrefix adds a put of v under key.
+func (t *BlobsBatch) PutPrefix(key PrefixKey, v netip.Prefix) *BlobsBatch {
+	kvwatch.BatchPut(t.b, &kvwBlobsPrefixKind, key, v)
+	return t
+}
+
+// UpdatePrefix adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BlobsBatch) UpdatePrefix(key PrefixKey, v netip.Prefix, revision uint64) *BlobsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBlobsPrefixKind, key, v, revision)
+	return t
+}
+
+// DeletePrefix adds a delete of key.
+func (t *BlobsBatch) DeletePrefix(key PrefixKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsPrefixKind, key, false)
+	return t
+}
+
+// PurgePrefix adds a purge of key (its history too).
+func (t *BlobsBatch) PurgePrefix(key PrefixKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsPrefixKind, key, true)
+	return t
+}
+
+// PutStamp adds a put of v under key.
+func (t *BlobsBatch) PutStamp(key StampKey, v time.Time) *BlobsBatch {
+	kvwatch.BatchPut(t.b, &kvwBlobsStampKind, key, v)
+	return t
+}
+
+// UpdateStamp adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BlobsBatch) UpdateStamp(key StampKey, v time.Time, revision uint64) *BlobsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBlobsStampKind, key, v, revision)
+	return t
+}
+
+// DeleteStamp adds a delete of key.
+func (t *BlobsBatch) DeleteStamp(key StampKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsStampKind, key, false)
+	return t
+}
+
+// PurgeStamp adds a purge of key (its history too).
+func (t *BlobsBatch) PurgeStamp(key StampKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsStampKind, key, true)
+	return t
+}
+
+// PutAddr adds a put of v under key.
+func (t *BlobsBatch) PutAddr(key AddrKey, v netip.Addr) *BlobsBatch {
+	kvwatch.BatchPut(t.b, &kvwBlobsAddrKind, key, v)
+	return t
+}
+
+// UpdateAddr adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BlobsBatch) UpdateAddr(key AddrKey, v netip.Addr, revision uint64) *BlobsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBlobsAddrKind, key, v, revision)
+	return t
+}
+
+// DeleteAddr adds a delete of key.
+func (t *BlobsBatch) DeleteAddr(key AddrKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsAddrKind, key, false)
+	return t
+}
+
+// PurgeAddr adds a purge of key (its history too).
+func (t *BlobsBatch) PurgeAddr(key AddrKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsAddrKind, key, true)
+	return t
+}
+
+// PutRaw adds a put of v under key.
+func (t *BlobsBatch) PutRaw(key RawKey, v json.RawMessage) *BlobsBatch {
+	kvwatch.BatchPut(t.b, &kvwBlobsRawKind, key, v)
+	return t
+}
+
+// UpdateRaw adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BlobsBatch) UpdateRaw(key RawKey, v json.RawMessage, revision uint64) *BlobsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBlobsRawKind, key, v, revision)
+	return t
+}
+
+// DeleteRaw adds a delete of key.
+func (t *BlobsBatch) DeleteRaw(key RawKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsRawKind, key, false)
+	return t
+}
+
+// PurgeRaw adds a purge of key (its history too).
+func (t *BlobsBatch) PurgeRaw(key RawKey) *BlobsBatch {
+	kvwatch.BatchDelete(t.b, &kvwBlobsRawKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewBlobsBucket rather than OpenBlobsBucket.
+func (t *BlobsBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateBlobsBucket creates bucket blobs with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*BlobsBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwBlobsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BlobsBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -313,3 +313,79 @@ func (b *AppConfigBucket) ListFeature(ctx context.Context, scopes AppConfigScope
 func (b *AppConfigBucket) FeatureKeys(ctx context.Context, scopes AppConfigScopes) ([]FeatureKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppConfigSpec, &kvwAppConfigFeatureKind, scopes.KVWatchScopes())
 }
+
+// AppConfigBatch collects writes to bucket app_cfg_v2 that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type AppConfigBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see AppConfigBatch).
+func (b *AppConfigBucket) Batch() *AppConfigBatch {
+	return &AppConfigBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutFeature adds a put of v under key.
+func (t *AppConfigBatch) PutFeature(key FeatureKey, v Feature) *AppConfigBatch {
+	kvwatch.BatchPut(t.b, &kvwAppConfigFeatureKind, key, v)
+	return t
+}
+
+// UpdateFeature adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *AppConfigBatch) UpdateFeature(key FeatureKey, v Feature, revision uint64) *AppConfigBatch {
+	kvwatch.BatchUpdate(t.b, &kvwAppConfigFeatureKind, key, v, revision)
+	return t
+}
+
+// DeleteFeature adds a delete of key.
+func (t *AppConfigBatch) DeleteFeature(key FeatureKey) *AppConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppConfigFeatureKind, key, false)
+	return t
+}
+
+// PurgeFeature adds a purge of key (its history too).
+func (t *AppConfigBatch) PurgeFeature(key FeatureKey) *AppConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppConfigFeatureKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewAppConfigBucket rather than OpenAppConfigBucket.
+func (t *AppConfigBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateAppConfigBucket creates bucket app_cfg_v2 with the
+// configuration the schema declares, or updates the existing bucket to it,
+// and returns its client. The schema declares no configuration: every setting
+// takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateAppConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*AppConfigBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwAppConfigSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AppConfigBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

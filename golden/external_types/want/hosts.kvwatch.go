@@ -573,3 +573,130 @@ func (b *HostsBucket) ListLink(ctx context.Context, scopes HostsScopes) ([]kvwat
 func (b *HostsBucket) LinkKeys(ctx context.Context, scopes HostsScopes) ([]LinkKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsLinkKind, scopes.KVWatchScopes())
 }
+
+// HostsBatch collects writes to bucket hosts that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type HostsBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see HostsBatch).
+func (b *HostsBucket) Batch() *HostsBatch {
+	return &HostsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutHost adds a put of v under key.
+func (t *HostsBatch) PutHost(key HostKey, v Host) *HostsBatch {
+	kvwatch.BatchPut(t.b, &kvwHostsHostKind, key, v)
+	return t
+}
+
+// UpdateHost adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *HostsBatch) UpdateHost(key HostKey, v Host, revision uint64) *HostsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwHostsHostKind, key, v, revision)
+	return t
+}
+
+// DeleteHost adds a delete of key.
+func (t *HostsBatch) DeleteHost(key HostKey) *HostsBatch {
+	kvwatch.BatchDelete(t.b, &kvwHostsHostKind, key, false)
+	return t
+}
+
+// PurgeHost adds a purge of key (its history too).
+func (t *HostsBatch) PurgeHost(key HostKey) *HostsBatch {
+	kvwatch.BatchDelete(t.b, &kvwHostsHostKind, key, true)
+	return t
+}
+
+// PutAddress adds a put of v under key.
+func (t *HostsBatch) PutAddress(key AddressKey, v netip.Addr) *HostsBatch {
+	kvwatch.BatchPut(t.b, &kvwHostsAddressKind, key, v)
+	return t
+}
+
+// UpdateAddress adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *HostsBatch) UpdateAddress(key AddressKey, v netip.Addr, revision uint64) *HostsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwHostsAddressKind, key, v, revision)
+	return t
+}
+
+// DeleteAddress adds a delete of key.
+func (t *HostsBatch) DeleteAddress(key AddressKey) *HostsBatch {
+	kvwatch.BatchDelete(t.b, &kvwHostsAddressKind, key, false)
+	return t
+}
+
+// PurgeAddress adds a purge of key (its history too).
+func (t *HostsBatch) PurgeAddress(key AddressKey) *HostsBatch {
+	kvwatch.BatchDelete(t.b, &kvwHostsAddressKind, key, true)
+	return t
+}
+
+// PutLink adds a put of v under key.
+func (t *HostsBatch) PutLink(key LinkKey, v url.URL) *HostsBatch {
+	kvwatch.BatchPut(t.b, &kvwHostsLinkKind, key, v)
+	return t
+}
+
+// UpdateLink adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *HostsBatch) UpdateLink(key LinkKey, v url.URL, revision uint64) *HostsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwHostsLinkKind, key, v, revision)
+	return t
+}
+
+// DeleteLink adds a delete of key.
+func (t *HostsBatch) DeleteLink(key LinkKey) *HostsBatch {
+	kvwatch.BatchDelete(t.b, &kvwHostsLinkKind, key, false)
+	return t
+}
+
+// PurgeLink adds a purge of key (its history too).
+func (t *HostsBatch) PurgeLink(key LinkKey) *HostsBatch {
+	kvwatch.BatchDelete(t.b, &kvwHostsLinkKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewHostsBucket rather than OpenHostsBucket.
+func (t *HostsBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateHostsBucket creates bucket hosts with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateHostsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*HostsBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwHostsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &HostsBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

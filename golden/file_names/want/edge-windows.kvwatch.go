@@ -302,3 +302,80 @@ func (b *EdgeWindowsBucket) ListEdge(ctx context.Context, scopes EdgeWindowsScop
 func (b *EdgeWindowsBucket) EdgeKeys(ctx context.Context, scopes EdgeWindowsScopes) ([]EdgeKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwEdgeWindowsSpec, &kvwEdgeWindowsEdgeKind, scopes.KVWatchScopes())
 }
+
+// EdgeWindowsBatch collects writes to bucket edge_windows that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type EdgeWindowsBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see
+// EdgeWindowsBatch).
+func (b *EdgeWindowsBucket) Batch() *EdgeWindowsBatch {
+	return &EdgeWindowsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutEdge adds a put of v under key.
+func (t *EdgeWindowsBatch) PutEdge(key EdgeKey, v string) *EdgeWindowsBatch {
+	kvwatch.BatchPut(t.b, &kvwEdgeWindowsEdgeKind, key, v)
+	return t
+}
+
+// UpdateEdge adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *EdgeWindowsBatch) UpdateEdge(key EdgeKey, v string, revision uint64) *EdgeWindowsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwEdgeWindowsEdgeKind, key, v, revision)
+	return t
+}
+
+// DeleteEdge adds a delete of key.
+func (t *EdgeWindowsBatch) DeleteEdge(key EdgeKey) *EdgeWindowsBatch {
+	kvwatch.BatchDelete(t.b, &kvwEdgeWindowsEdgeKind, key, false)
+	return t
+}
+
+// PurgeEdge adds a purge of key (its history too).
+func (t *EdgeWindowsBatch) PurgeEdge(key EdgeKey) *EdgeWindowsBatch {
+	kvwatch.BatchDelete(t.b, &kvwEdgeWindowsEdgeKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewEdgeWindowsBucket rather than OpenEdgeWindowsBucket.
+func (t *EdgeWindowsBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateEdgeWindowsBucket creates bucket edge_windows with the
+// configuration the schema declares, or updates the existing bucket to it,
+// and returns its client. The schema declares no configuration: every setting
+// takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateEdgeWindowsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*EdgeWindowsBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwEdgeWindowsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &EdgeWindowsBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -301,3 +301,79 @@ func (b *HiddenBucket) ListSecret(ctx context.Context, scopes HiddenScopes) ([]k
 func (b *HiddenBucket) SecretKeys(ctx context.Context, scopes HiddenScopes) ([]SecretKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHiddenSpec, &kvwHiddenSecretKind, scopes.KVWatchScopes())
 }
+
+// HiddenBatch collects writes to bucket _hidden that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type HiddenBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see HiddenBatch).
+func (b *HiddenBucket) Batch() *HiddenBatch {
+	return &HiddenBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutSecret adds a put of v under key.
+func (t *HiddenBatch) PutSecret(key SecretKey, v string) *HiddenBatch {
+	kvwatch.BatchPut(t.b, &kvwHiddenSecretKind, key, v)
+	return t
+}
+
+// UpdateSecret adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *HiddenBatch) UpdateSecret(key SecretKey, v string, revision uint64) *HiddenBatch {
+	kvwatch.BatchUpdate(t.b, &kvwHiddenSecretKind, key, v, revision)
+	return t
+}
+
+// DeleteSecret adds a delete of key.
+func (t *HiddenBatch) DeleteSecret(key SecretKey) *HiddenBatch {
+	kvwatch.BatchDelete(t.b, &kvwHiddenSecretKind, key, false)
+	return t
+}
+
+// PurgeSecret adds a purge of key (its history too).
+func (t *HiddenBatch) PurgeSecret(key SecretKey) *HiddenBatch {
+	kvwatch.BatchDelete(t.b, &kvwHiddenSecretKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewHiddenBucket rather than OpenHiddenBucket.
+func (t *HiddenBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateHiddenBucket creates bucket _hidden with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateHiddenBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*HiddenBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwHiddenSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &HiddenBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -299,3 +299,79 @@ func (b *XAmd64Bucket) ListX(ctx context.Context, scopes XAmd64Scopes) ([]kvwatc
 func (b *XAmd64Bucket) XKeys(ctx context.Context, scopes XAmd64Scopes) ([]XKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwXAmd64Spec, &kvwXAmd64XKind, scopes.KVWatchScopes())
 }
+
+// XAmd64Batch collects writes to bucket x_amd64 that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type XAmd64Batch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see XAmd64Batch).
+func (b *XAmd64Bucket) Batch() *XAmd64Batch {
+	return &XAmd64Batch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutX adds a put of v under key.
+func (t *XAmd64Batch) PutX(key XKey, v string) *XAmd64Batch {
+	kvwatch.BatchPut(t.b, &kvwXAmd64XKind, key, v)
+	return t
+}
+
+// UpdateX adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *XAmd64Batch) UpdateX(key XKey, v string, revision uint64) *XAmd64Batch {
+	kvwatch.BatchUpdate(t.b, &kvwXAmd64XKind, key, v, revision)
+	return t
+}
+
+// DeleteX adds a delete of key.
+func (t *XAmd64Batch) DeleteX(key XKey) *XAmd64Batch {
+	kvwatch.BatchDelete(t.b, &kvwXAmd64XKind, key, false)
+	return t
+}
+
+// PurgeX adds a purge of key (its history too).
+func (t *XAmd64Batch) PurgeX(key XKey) *XAmd64Batch {
+	kvwatch.BatchDelete(t.b, &kvwXAmd64XKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewXAmd64Bucket rather than OpenXAmd64Bucket.
+func (t *XAmd64Batch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateXAmd64Bucket creates bucket x_amd64 with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateXAmd64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*XAmd64Bucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwXAmd64Spec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &XAmd64Bucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -302,3 +302,80 @@ func (b *YLinuxARM64Bucket) ListY(ctx context.Context, scopes YLinuxARM64Scopes)
 func (b *YLinuxARM64Bucket) YKeys(ctx context.Context, scopes YLinuxARM64Scopes) ([]YKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwYLinuxARM64Spec, &kvwYLinuxARM64YKind, scopes.KVWatchScopes())
 }
+
+// YLinuxARM64Batch collects writes to bucket Y_Linux_ARM64 that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type YLinuxARM64Batch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see
+// YLinuxARM64Batch).
+func (b *YLinuxARM64Bucket) Batch() *YLinuxARM64Batch {
+	return &YLinuxARM64Batch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutY adds a put of v under key.
+func (t *YLinuxARM64Batch) PutY(key YKey, v string) *YLinuxARM64Batch {
+	kvwatch.BatchPut(t.b, &kvwYLinuxARM64YKind, key, v)
+	return t
+}
+
+// UpdateY adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *YLinuxARM64Batch) UpdateY(key YKey, v string, revision uint64) *YLinuxARM64Batch {
+	kvwatch.BatchUpdate(t.b, &kvwYLinuxARM64YKind, key, v, revision)
+	return t
+}
+
+// DeleteY adds a delete of key.
+func (t *YLinuxARM64Batch) DeleteY(key YKey) *YLinuxARM64Batch {
+	kvwatch.BatchDelete(t.b, &kvwYLinuxARM64YKind, key, false)
+	return t
+}
+
+// PurgeY adds a purge of key (its history too).
+func (t *YLinuxARM64Batch) PurgeY(key YKey) *YLinuxARM64Batch {
+	kvwatch.BatchDelete(t.b, &kvwYLinuxARM64YKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewYLinuxARM64Bucket rather than OpenYLinuxARM64Bucket.
+func (t *YLinuxARM64Batch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateYLinuxARM64Bucket creates bucket Y_Linux_ARM64 with the
+// configuration the schema declares, or updates the existing bucket to it,
+// and returns its client. The schema declares no configuration: every setting
+// takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateYLinuxARM64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*YLinuxARM64Bucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwYLinuxARM64Spec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &YLinuxARM64Bucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -457,3 +457,105 @@ func (b *NetworkBucket) ListVPCConfig(ctx context.Context, scopes NetworkScopes)
 func (b *NetworkBucket) VPCConfigKeys(ctx context.Context, scopes NetworkScopes) ([]VPCConfigKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCConfigKind, scopes.KVWatchScopes())
 }
+
+// NetworkBatch collects writes to bucket network that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type NetworkBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see NetworkBatch).
+func (b *NetworkBucket) Batch() *NetworkBatch {
+	return &NetworkBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutRoute adds a put of v under key.
+func (t *NetworkBatch) PutRoute(key RouteKey, v Route) *NetworkBatch {
+	kvwatch.BatchPut(t.b, &kvwNetworkRouteKind, key, v)
+	return t
+}
+
+// UpdateRoute adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NetworkBatch) UpdateRoute(key RouteKey, v Route, revision uint64) *NetworkBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNetworkRouteKind, key, v, revision)
+	return t
+}
+
+// DeleteRoute adds a delete of key.
+func (t *NetworkBatch) DeleteRoute(key RouteKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, false)
+	return t
+}
+
+// PurgeRoute adds a purge of key (its history too).
+func (t *NetworkBatch) PurgeRoute(key RouteKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, true)
+	return t
+}
+
+// PutVPCConfig adds a put of v under key.
+func (t *NetworkBatch) PutVPCConfig(key VPCConfigKey, v VPCConfig) *NetworkBatch {
+	kvwatch.BatchPut(t.b, &kvwNetworkVPCConfigKind, key, v)
+	return t
+}
+
+// UpdateVPCConfig adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NetworkBatch) UpdateVPCConfig(key VPCConfigKey, v VPCConfig, revision uint64) *NetworkBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNetworkVPCConfigKind, key, v, revision)
+	return t
+}
+
+// DeleteVPCConfig adds a delete of key.
+func (t *NetworkBatch) DeleteVPCConfig(key VPCConfigKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkVPCConfigKind, key, false)
+	return t
+}
+
+// PurgeVPCConfig adds a purge of key (its history too).
+func (t *NetworkBatch) PurgeVPCConfig(key VPCConfigKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkVPCConfigKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewNetworkBucket rather than OpenNetworkBucket.
+func (t *NetworkBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateNetworkBucket creates bucket network with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*NetworkBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwNetworkSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &NetworkBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -716,3 +716,156 @@ func (b *AppBucket) ListRevision(ctx context.Context, scopes AppScopes) ([]kvwat
 func (b *AppBucket) RevisionKeys(ctx context.Context, scopes AppScopes) ([]RevisionKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppRevisionKind, scopes.KVWatchScopes())
 }
+
+// AppBatch collects writes to bucket app that Commit stores atomically: all
+// at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type AppBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see AppBatch).
+func (b *AppBucket) Batch() *AppBatch {
+	return &AppBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutStr adds a put of v under key.
+func (t *AppBatch) PutStr(key StrKey, v string) *AppBatch {
+	kvwatch.BatchPut(t.b, &kvwAppStrKind, key, v)
+	return t
+}
+
+// UpdateStr adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *AppBatch) UpdateStr(key StrKey, v string, revision uint64) *AppBatch {
+	kvwatch.BatchUpdate(t.b, &kvwAppStrKind, key, v, revision)
+	return t
+}
+
+// DeleteStr adds a delete of key.
+func (t *AppBatch) DeleteStr(key StrKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppStrKind, key, false)
+	return t
+}
+
+// PurgeStr adds a purge of key (its history too).
+func (t *AppBatch) PurgeStr(key StrKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppStrKind, key, true)
+	return t
+}
+
+// PutSynced adds a put of v under key.
+func (t *AppBatch) PutSynced(key SyncedKey, v string) *AppBatch {
+	kvwatch.BatchPut(t.b, &kvwAppSyncedKind, key, v)
+	return t
+}
+
+// UpdateSynced adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *AppBatch) UpdateSynced(key SyncedKey, v string, revision uint64) *AppBatch {
+	kvwatch.BatchUpdate(t.b, &kvwAppSyncedKind, key, v, revision)
+	return t
+}
+
+// DeleteSynced adds a delete of key.
+func (t *AppBatch) DeleteSynced(key SyncedKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppSyncedKind, key, false)
+	return t
+}
+
+// PurgeSynced adds a purge of key (its history too).
+func (t *AppBatch) PurgeSynced(key SyncedKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppSyncedKind, key, true)
+	return t
+}
+
+// PutError adds a put of v under key.
+func (t *AppBatch) PutError(key ErrorKey, v string) *AppBatch {
+	kvwatch.BatchPut(t.b, &kvwAppErrorKind, key, v)
+	return t
+}
+
+// UpdateError adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *AppBatch) UpdateError(key ErrorKey, v string, revision uint64) *AppBatch {
+	kvwatch.BatchUpdate(t.b, &kvwAppErrorKind, key, v, revision)
+	return t
+}
+
+// DeleteError adds a delete of key.
+func (t *AppBatch) DeleteError(key ErrorKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppErrorKind, key, false)
+	return t
+}
+
+// PurgeError adds a purge of key (its history too).
+func (t *AppBatch) PurgeError(key ErrorKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppErrorKind, key, true)
+	return t
+}
+
+// PutRevision adds a put of v under key.
+func (t *AppBatch) PutRevision(key RevisionKey, v string) *AppBatch {
+	kvwatch.BatchPut(t.b, &kvwAppRevisionKind, key, v)
+	return t
+}
+
+// UpdateRevision adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *AppBatch) UpdateRevision(key RevisionKey, v string, revision uint64) *AppBatch {
+	kvwatch.BatchUpdate(t.b, &kvwAppRevisionKind, key, v, revision)
+	return t
+}
+
+// DeleteRevision adds a delete of key.
+func (t *AppBatch) DeleteRevision(key RevisionKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppRevisionKind, key, false)
+	return t
+}
+
+// PurgeRevision adds a purge of key (its history too).
+func (t *AppBatch) PurgeRevision(key RevisionKey) *AppBatch {
+	kvwatch.BatchDelete(t.b, &kvwAppRevisionKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewAppBucket rather than OpenAppBucket.
+func (t *AppBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateAppBucket creates bucket app with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateAppBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*AppBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwAppSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AppBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

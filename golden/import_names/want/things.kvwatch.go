@@ -1124,3 +1124,234 @@ func (b *ThingsBucket) ListHolder(ctx context.Context, scopes ThingsScopes) ([]k
 func (b *ThingsBucket) HolderKeys(ctx context.Context, scopes ThingsScopes) ([]HolderKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsHolderKind, scopes.KVWatchScopes())
 }
+
+// ThingsBatch collects writes to bucket things that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type ThingsBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see ThingsBatch).
+func (b *ThingsBucket) Batch() *ThingsBatch {
+	return &ThingsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutVs adds a put of v under key.
+func (t *ThingsBatch) PutVs(key VsKey, v []vpkg2.T) *ThingsBatch {
+	kvwatch.BatchPut(t.b, &kvwThingsVsKind, key, v)
+	return t
+}
+
+// UpdateVs adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ThingsBatch) UpdateVs(key VsKey, v []vpkg2.T, revision uint64) *ThingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwThingsVsKind, key, v, revision)
+	return t
+}
+
+// DeleteVs adds a delete of key.
+func (t *ThingsBatch) DeleteVs(key VsKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsVsKind, key, false)
+	return t
+}
+
+// PurgeVs adds a purge of key (its history too).
+func (t *ThingsBatch) PurgeVs(key VsKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsVsKind, key, true)
+	return t
+}
+
+// PutCP adds a put of v under key.
+func (t *ThingsBatch) PutCP(key CPKey, v cppkg.T) *ThingsBatch {
+	kvwatch.BatchPut(t.b, &kvwThingsCPKind, key, v)
+	return t
+}
+
+// UpdateCP adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ThingsBatch) UpdateCP(key CPKey, v cppkg.T, revision uint64) *ThingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwThingsCPKind, key, v, revision)
+	return t
+}
+
+// DeleteCP adds a delete of key.
+func (t *ThingsBatch) DeleteCP(key CPKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsCPKind, key, false)
+	return t
+}
+
+// PurgeCP adds a purge of key (its history too).
+func (t *ThingsBatch) PurgeCP(key CPKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsCPKind, key, true)
+	return t
+}
+
+// PutErr adds a put of v under key.
+func (t *ThingsBatch) PutErr(key ErrKey, v map[string]errpkg.T) *ThingsBatch {
+	kvwatch.BatchPut(t.b, &kvwThingsErrKind, key, v)
+	return t
+}
+
+// UpdateErr adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ThingsBatch) UpdateErr(key ErrKey, v map[string]errpkg.T, revision uint64) *ThingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwThingsErrKind, key, v, revision)
+	return t
+}
+
+// DeleteErr adds a delete of key.
+func (t *ThingsBatch) DeleteErr(key ErrKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsErrKind, key, false)
+	return t
+}
+
+// PurgeErr adds a purge of key (its history too).
+func (t *ThingsBatch) PurgeErr(key ErrKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsErrKind, key, true)
+	return t
+}
+
+// PutW adds a put of v under key.
+func (t *ThingsBatch) PutW(key WKey, v wpkg.T) *ThingsBatch {
+	kvwatch.BatchPut(t.b, &kvwThingsWKind, key, v)
+	return t
+}
+
+// UpdateW adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ThingsBatch) UpdateW(key WKey, v wpkg.T, revision uint64) *ThingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwThingsWKind, key, v, revision)
+	return t
+}
+
+// DeleteW adds a delete of key.
+func (t *ThingsBatch) DeleteW(key WKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsWKind, key, false)
+	return t
+}
+
+// PurgeW adds a purge of key (its history too).
+func (t *ThingsBatch) PurgeW(key WKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsWKind, key, true)
+	return t
+}
+
+// PutAny adds a put of v under key.
+func (t *ThingsBatch) PutAny(key AnyKey, v anypkg.T) *ThingsBatch {
+	kvwatch.BatchPut(t.b, &kvwThingsAnyKind, key, v)
+	return t
+}
+
+// UpdateAny adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ThingsBatch) UpdateAny(key AnyKey, v anypkg.T, revision uint64) *ThingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwThingsAnyKind, key, v, revision)
+	return t
+}
+
+// DeleteAny adds a delete of key.
+func (t *ThingsBatch) DeleteAny(key AnyKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsAnyKind, key, false)
+	return t
+}
+
+// PurgeAny adds a purge of key (its history too).
+func (t *ThingsBatch) PurgeAny(key AnyKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsAnyKind, key, true)
+	return t
+}
+
+// PutKey adds a put of v under key.
+func (t *ThingsBatch) PutKey(key KeyKey, v keypkg2.T) *ThingsBatch {
+	kvwatch.BatchPut(t.b, &kvwThingsKeyKind, key, v)
+	return t
+}
+
+// UpdateKey adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ThingsBatch) UpdateKey(key KeyKey, v keypkg2.T, revision uint64) *ThingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwThingsKeyKind, key, v, revision)
+	return t
+}
+
+// DeleteKey adds a delete of key.
+func (t *ThingsBatch) DeleteKey(key KeyKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsKeyKind, key, false)
+	return t
+}
+
+// PurgeKey adds a purge of key (its history too).
+func (t *ThingsBatch) PurgeKey(key KeyKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsKeyKind, key, true)
+	return t
+}
+
+// PutHolder adds a put of v under key.
+func (t *ThingsBatch) PutHolder(key HolderKey, v Holder) *ThingsBatch {
+	kvwatch.BatchPut(t.b, &kvwThingsHolderKind, key, v)
+	return t
+}
+
+// UpdateHolder adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ThingsBatch) UpdateHolder(key HolderKey, v Holder, revision uint64) *ThingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwThingsHolderKind, key, v, revision)
+	return t
+}
+
+// DeleteHolder adds a delete of key.
+func (t *ThingsBatch) DeleteHolder(key HolderKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsHolderKind, key, false)
+	return t
+}
+
+// PurgeHolder adds a purge of key (its history too).
+func (t *ThingsBatch) PurgeHolder(key HolderKey) *ThingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwThingsHolderKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewThingsBucket rather than OpenThingsBucket.
+func (t *ThingsBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateThingsBucket creates bucket things with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateThingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ThingsBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwThingsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ThingsBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -317,3 +317,79 @@ func (b *KVStoreBucket) ListAPIKey(ctx context.Context, scopes KVStoreScopes) ([
 func (b *KVStoreBucket) APIKeyKeys(ctx context.Context, scopes KVStoreScopes) ([]APIKeyKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwKVStoreSpec, &kvwKVStoreAPIKeyKind, scopes.KVWatchScopes())
 }
+
+// KVStoreBatch collects writes to bucket kv-store that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type KVStoreBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see KVStoreBatch).
+func (b *KVStoreBucket) Batch() *KVStoreBatch {
+	return &KVStoreBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutAPIKey adds a put of v under key.
+func (t *KVStoreBatch) PutAPIKey(key APIKeyKey, v APIKey) *KVStoreBatch {
+	kvwatch.BatchPut(t.b, &kvwKVStoreAPIKeyKind, key, v)
+	return t
+}
+
+// UpdateAPIKey adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *KVStoreBatch) UpdateAPIKey(key APIKeyKey, v APIKey, revision uint64) *KVStoreBatch {
+	kvwatch.BatchUpdate(t.b, &kvwKVStoreAPIKeyKind, key, v, revision)
+	return t
+}
+
+// DeleteAPIKey adds a delete of key.
+func (t *KVStoreBatch) DeleteAPIKey(key APIKeyKey) *KVStoreBatch {
+	kvwatch.BatchDelete(t.b, &kvwKVStoreAPIKeyKind, key, false)
+	return t
+}
+
+// PurgeAPIKey adds a purge of key (its history too).
+func (t *KVStoreBatch) PurgeAPIKey(key APIKeyKey) *KVStoreBatch {
+	kvwatch.BatchDelete(t.b, &kvwKVStoreAPIKeyKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewKVStoreBucket rather than OpenKVStoreBucket.
+func (t *KVStoreBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateKVStoreBucket creates bucket kv-store with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateKVStoreBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*KVStoreBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwKVStoreSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &KVStoreBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -373,3 +373,79 @@ func (b *MetricsBucket) ListSample(ctx context.Context, scopes MetricsScopes) ([
 func (b *MetricsBucket) SampleKeys(ctx context.Context, scopes MetricsScopes) ([]SampleKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwMetricsSpec, &kvwMetricsSampleKind, scopes.KVWatchScopes())
 }
+
+// MetricsBatch collects writes to bucket metrics that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type MetricsBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see MetricsBatch).
+func (b *MetricsBucket) Batch() *MetricsBatch {
+	return &MetricsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutSample adds a put of v under key.
+func (t *MetricsBatch) PutSample(key SampleKey, v float64) *MetricsBatch {
+	kvwatch.BatchPut(t.b, &kvwMetricsSampleKind, key, v)
+	return t
+}
+
+// UpdateSample adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *MetricsBatch) UpdateSample(key SampleKey, v float64, revision uint64) *MetricsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwMetricsSampleKind, key, v, revision)
+	return t
+}
+
+// DeleteSample adds a delete of key.
+func (t *MetricsBatch) DeleteSample(key SampleKey) *MetricsBatch {
+	kvwatch.BatchDelete(t.b, &kvwMetricsSampleKind, key, false)
+	return t
+}
+
+// PurgeSample adds a purge of key (its history too).
+func (t *MetricsBatch) PurgeSample(key SampleKey) *MetricsBatch {
+	kvwatch.BatchDelete(t.b, &kvwMetricsSampleKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewMetricsBucket rather than OpenMetricsBucket.
+func (t *MetricsBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateMetricsBucket creates bucket metrics with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateMetricsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*MetricsBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwMetricsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &MetricsBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -980,3 +980,208 @@ func (b *ValuesBucket) ListStamp(ctx context.Context, scopes ValuesScopes) ([]kv
 func (b *ValuesBucket) StampKeys(ctx context.Context, scopes ValuesScopes) ([]StampKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesStampKind, scopes.KVWatchScopes())
 }
+
+// ValuesBatch collects writes to bucket values that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type ValuesBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see ValuesBatch).
+func (b *ValuesBucket) Batch() *ValuesBatch {
+	return &ValuesBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutEverything adds a put of v under key.
+func (t *ValuesBatch) PutEverything(key EverythingKey, v Everything) *ValuesBatch {
+	kvwatch.BatchPut(t.b, &kvwValuesEverythingKind, key, v)
+	return t
+}
+
+// UpdateEverything adds a put of v under key that commits only if key is
+// still at revision (0: only if key does not exist); otherwise nothing of the
+// batch is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ValuesBatch) UpdateEverything(key EverythingKey, v Everything, revision uint64) *ValuesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwValuesEverythingKind, key, v, revision)
+	return t
+}
+
+// DeleteEverything adds a delete of key.
+func (t *ValuesBatch) DeleteEverything(key EverythingKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesEverythingKind, key, false)
+	return t
+}
+
+// PurgeEverything adds a purge of key (its history too).
+func (t *ValuesBatch) PurgeEverything(key EverythingKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesEverythingKind, key, true)
+	return t
+}
+
+// PutNames adds a put of v under key.
+func (t *ValuesBatch) PutNames(key NamesKey, v Names) *ValuesBatch {
+	kvwatch.BatchPut(t.b, &kvwValuesNamesKind, key, v)
+	return t
+}
+
+// UpdateNames adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ValuesBatch) UpdateNames(key NamesKey, v Names, revision uint64) *ValuesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwValuesNamesKind, key, v, revision)
+	return t
+}
+
+// DeleteNames adds a delete of key.
+func (t *ValuesBatch) DeleteNames(key NamesKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesNamesKind, key, false)
+	return t
+}
+
+// PurgeNames adds a purge of key (its history too).
+func (t *ValuesBatch) PurgeNames(key NamesKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesNamesKind, key, true)
+	return t
+}
+
+// PutWide adds a put of v under key.
+func (t *ValuesBatch) PutWide(key WideKey, v Wide) *ValuesBatch {
+	kvwatch.BatchPut(t.b, &kvwValuesWideKind, key, v)
+	return t
+}
+
+// UpdateWide adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ValuesBatch) UpdateWide(key WideKey, v Wide, revision uint64) *ValuesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwValuesWideKind, key, v, revision)
+	return t
+}
+
+// DeleteWide adds a delete of key.
+func (t *ValuesBatch) DeleteWide(key WideKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesWideKind, key, false)
+	return t
+}
+
+// PurgeWide adds a purge of key (its history too).
+func (t *ValuesBatch) PurgeWide(key WideKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesWideKind, key, true)
+	return t
+}
+
+// PutList adds a put of v under key.
+func (t *ValuesBatch) PutList(key ListKey, v []int32) *ValuesBatch {
+	kvwatch.BatchPut(t.b, &kvwValuesListKind, key, v)
+	return t
+}
+
+// UpdateList adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ValuesBatch) UpdateList(key ListKey, v []int32, revision uint64) *ValuesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwValuesListKind, key, v, revision)
+	return t
+}
+
+// DeleteList adds a delete of key.
+func (t *ValuesBatch) DeleteList(key ListKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesListKind, key, false)
+	return t
+}
+
+// PurgeList adds a purge of key (its history too).
+func (t *ValuesBatch) PurgeList(key ListKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesListKind, key, true)
+	return t
+}
+
+// PutCount adds a put of v under key.
+func (t *ValuesBatch) PutCount(key CountKey, v uint32) *ValuesBatch {
+	kvwatch.BatchPut(t.b, &kvwValuesCountKind, key, v)
+	return t
+}
+
+// UpdateCount adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ValuesBatch) UpdateCount(key CountKey, v uint32, revision uint64) *ValuesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwValuesCountKind, key, v, revision)
+	return t
+}
+
+// DeleteCount adds a delete of key.
+func (t *ValuesBatch) DeleteCount(key CountKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesCountKind, key, false)
+	return t
+}
+
+// PurgeCount adds a purge of key (its history too).
+func (t *ValuesBatch) PurgeCount(key CountKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesCountKind, key, true)
+	return t
+}
+
+// PutStamp adds a put of v under key.
+func (t *ValuesBatch) PutStamp(key StampKey, v time.Time) *ValuesBatch {
+	kvwatch.BatchPut(t.b, &kvwValuesStampKind, key, v)
+	return t
+}
+
+// UpdateStamp adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ValuesBatch) UpdateStamp(key StampKey, v time.Time, revision uint64) *ValuesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwValuesStampKind, key, v, revision)
+	return t
+}
+
+// DeleteStamp adds a delete of key.
+func (t *ValuesBatch) DeleteStamp(key StampKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesStampKind, key, false)
+	return t
+}
+
+// PurgeStamp adds a purge of key (its history too).
+func (t *ValuesBatch) PurgeStamp(key StampKey) *ValuesBatch {
+	kvwatch.BatchDelete(t.b, &kvwValuesStampKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewValuesBucket rather than OpenValuesBucket.
+func (t *ValuesBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateValuesBucket creates bucket values with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateValuesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ValuesBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwValuesSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ValuesBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -453,3 +453,104 @@ func (b *TypeBucket) ListVar(ctx context.Context, scopes TypeScopes) ([]kvwatch.
 func (b *TypeBucket) VarKeys(ctx context.Context, scopes TypeScopes) ([]VarKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeVarKind, scopes.KVWatchScopes())
 }
+
+// TypeBatch collects writes to bucket type that Commit stores atomically: all
+// at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type TypeBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see TypeBatch).
+func (b *TypeBucket) Batch() *TypeBatch {
+	return &TypeBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutFunc adds a put of v under key.
+func (t *TypeBatch) PutFunc(key FuncKey, v Chan) *TypeBatch {
+	kvwatch.BatchPut(t.b, &kvwTypeFuncKind, key, v)
+	return t
+}
+
+// UpdateFunc adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *TypeBatch) UpdateFunc(key FuncKey, v Chan, revision uint64) *TypeBatch {
+	kvwatch.BatchUpdate(t.b, &kvwTypeFuncKind, key, v, revision)
+	return t
+}
+
+// DeleteFunc adds a delete of key.
+func (t *TypeBatch) DeleteFunc(key FuncKey) *TypeBatch {
+	kvwatch.BatchDelete(t.b, &kvwTypeFuncKind, key, false)
+	return t
+}
+
+// PurgeFunc adds a purge of key (its history too).
+func (t *TypeBatch) PurgeFunc(key FuncKey) *TypeBatch {
+	kvwatch.BatchDelete(t.b, &kvwTypeFuncKind, key, true)
+	return t
+}
+
+// PutVar adds a put of v under key.
+func (t *TypeBatch) PutVar(key VarKey, v string) *TypeBatch {
+	kvwatch.BatchPut(t.b, &kvwTypeVarKind, key, v)
+	return t
+}
+
+// UpdateVar adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *TypeBatch) UpdateVar(key VarKey, v string, revision uint64) *TypeBatch {
+	kvwatch.BatchUpdate(t.b, &kvwTypeVarKind, key, v, revision)
+	return t
+}
+
+// DeleteVar adds a delete of key.
+func (t *TypeBatch) DeleteVar(key VarKey) *TypeBatch {
+	kvwatch.BatchDelete(t.b, &kvwTypeVarKind, key, false)
+	return t
+}
+
+// PurgeVar adds a purge of key (its history too).
+func (t *TypeBatch) PurgeVar(key VarKey) *TypeBatch {
+	kvwatch.BatchDelete(t.b, &kvwTypeVarKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewTypeBucket rather than OpenTypeBucket.
+func (t *TypeBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateTypeBucket creates bucket type with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateTypeBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*TypeBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwTypeSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TypeBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

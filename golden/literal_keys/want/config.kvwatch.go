@@ -595,3 +595,130 @@ func (b *ConfigBucket) ListZone(ctx context.Context, scopes ConfigScopes) ([]kvw
 func (b *ConfigBucket) ZoneKeys(ctx context.Context, scopes ConfigScopes) ([]ZoneKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigZoneKind, scopes.KVWatchScopes())
 }
+
+// ConfigBatch collects writes to bucket config that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type ConfigBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see ConfigBatch).
+func (b *ConfigBucket) Batch() *ConfigBatch {
+	return &ConfigBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutGlobal adds a put of v under key.
+func (t *ConfigBatch) PutGlobal(key GlobalKey, v Settings) *ConfigBatch {
+	kvwatch.BatchPut(t.b, &kvwConfigGlobalKind, key, v)
+	return t
+}
+
+// UpdateGlobal adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ConfigBatch) UpdateGlobal(key GlobalKey, v Settings, revision uint64) *ConfigBatch {
+	kvwatch.BatchUpdate(t.b, &kvwConfigGlobalKind, key, v, revision)
+	return t
+}
+
+// DeleteGlobal adds a delete of key.
+func (t *ConfigBatch) DeleteGlobal(key GlobalKey) *ConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwConfigGlobalKind, key, false)
+	return t
+}
+
+// PurgeGlobal adds a purge of key (its history too).
+func (t *ConfigBatch) PurgeGlobal(key GlobalKey) *ConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwConfigGlobalKind, key, true)
+	return t
+}
+
+// PutRegion adds a put of v under key.
+func (t *ConfigBatch) PutRegion(key RegionKey, v Settings) *ConfigBatch {
+	kvwatch.BatchPut(t.b, &kvwConfigRegionKind, key, v)
+	return t
+}
+
+// UpdateRegion adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ConfigBatch) UpdateRegion(key RegionKey, v Settings, revision uint64) *ConfigBatch {
+	kvwatch.BatchUpdate(t.b, &kvwConfigRegionKind, key, v, revision)
+	return t
+}
+
+// DeleteRegion adds a delete of key.
+func (t *ConfigBatch) DeleteRegion(key RegionKey) *ConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwConfigRegionKind, key, false)
+	return t
+}
+
+// PurgeRegion adds a purge of key (its history too).
+func (t *ConfigBatch) PurgeRegion(key RegionKey) *ConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwConfigRegionKind, key, true)
+	return t
+}
+
+// PutZone adds a put of v under key.
+func (t *ConfigBatch) PutZone(key ZoneKey, v Settings) *ConfigBatch {
+	kvwatch.BatchPut(t.b, &kvwConfigZoneKind, key, v)
+	return t
+}
+
+// UpdateZone adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ConfigBatch) UpdateZone(key ZoneKey, v Settings, revision uint64) *ConfigBatch {
+	kvwatch.BatchUpdate(t.b, &kvwConfigZoneKind, key, v, revision)
+	return t
+}
+
+// DeleteZone adds a delete of key.
+func (t *ConfigBatch) DeleteZone(key ZoneKey) *ConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwConfigZoneKind, key, false)
+	return t
+}
+
+// PurgeZone adds a purge of key (its history too).
+func (t *ConfigBatch) PurgeZone(key ZoneKey) *ConfigBatch {
+	kvwatch.BatchDelete(t.b, &kvwConfigZoneKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewConfigBucket rather than OpenConfigBucket.
+func (t *ConfigBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateConfigBucket creates bucket config with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ConfigBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwConfigSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ConfigBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

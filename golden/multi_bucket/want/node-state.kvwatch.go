@@ -455,3 +455,105 @@ func (b *NodeStateBucket) ListNodeLabels(ctx context.Context, scopes NodeStateSc
 func (b *NodeStateBucket) NodeLabelsKeys(ctx context.Context, scopes NodeStateScopes) ([]NodeLabelsKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeLabelsKind, scopes.KVWatchScopes())
 }
+
+// NodeStateBatch collects writes to bucket node-state that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type NodeStateBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see NodeStateBatch).
+func (b *NodeStateBucket) Batch() *NodeStateBatch {
+	return &NodeStateBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutNode adds a put of v under key.
+func (t *NodeStateBatch) PutNode(key NodeKey, v Node) *NodeStateBatch {
+	kvwatch.BatchPut(t.b, &kvwNodeStateNodeKind, key, v)
+	return t
+}
+
+// UpdateNode adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NodeStateBatch) UpdateNode(key NodeKey, v Node, revision uint64) *NodeStateBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNodeStateNodeKind, key, v, revision)
+	return t
+}
+
+// DeleteNode adds a delete of key.
+func (t *NodeStateBatch) DeleteNode(key NodeKey) *NodeStateBatch {
+	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeKind, key, false)
+	return t
+}
+
+// PurgeNode adds a purge of key (its history too).
+func (t *NodeStateBatch) PurgeNode(key NodeKey) *NodeStateBatch {
+	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeKind, key, true)
+	return t
+}
+
+// PutNodeLabels adds a put of v under key.
+func (t *NodeStateBatch) PutNodeLabels(key NodeLabelsKey, v map[string]string) *NodeStateBatch {
+	kvwatch.BatchPut(t.b, &kvwNodeStateNodeLabelsKind, key, v)
+	return t
+}
+
+// UpdateNodeLabels adds a put of v under key that commits only if key is
+// still at revision (0: only if key does not exist); otherwise nothing of the
+// batch is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NodeStateBatch) UpdateNodeLabels(key NodeLabelsKey, v map[string]string, revision uint64) *NodeStateBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNodeStateNodeLabelsKind, key, v, revision)
+	return t
+}
+
+// DeleteNodeLabels adds a delete of key.
+func (t *NodeStateBatch) DeleteNodeLabels(key NodeLabelsKey) *NodeStateBatch {
+	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeLabelsKind, key, false)
+	return t
+}
+
+// PurgeNodeLabels adds a purge of key (its history too).
+func (t *NodeStateBatch) PurgeNodeLabels(key NodeLabelsKey) *NodeStateBatch {
+	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeLabelsKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewNodeStateBucket rather than OpenNodeStateBucket.
+func (t *NodeStateBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateNodeStateBucket creates bucket node-state with the
+// configuration the schema declares, or updates the existing bucket to it,
+// and returns its client. The schema declares no configuration: every setting
+// takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateNodeStateBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*NodeStateBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwNodeStateSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeStateBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

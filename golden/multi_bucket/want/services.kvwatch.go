@@ -460,3 +460,105 @@ func (b *ServicesBucket) ListEndpoint(ctx context.Context, scopes ServicesScopes
 func (b *ServicesBucket) EndpointKeys(ctx context.Context, scopes ServicesScopes) ([]EndpointKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesEndpointKind, scopes.KVWatchScopes())
 }
+
+// ServicesBatch collects writes to bucket services that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type ServicesBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see ServicesBatch).
+func (b *ServicesBucket) Batch() *ServicesBatch {
+	return &ServicesBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutService adds a put of v under key.
+func (t *ServicesBatch) PutService(key ServiceKey, v Service) *ServicesBatch {
+	kvwatch.BatchPut(t.b, &kvwServicesServiceKind, key, v)
+	return t
+}
+
+// UpdateService adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ServicesBatch) UpdateService(key ServiceKey, v Service, revision uint64) *ServicesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwServicesServiceKind, key, v, revision)
+	return t
+}
+
+// DeleteService adds a delete of key.
+func (t *ServicesBatch) DeleteService(key ServiceKey) *ServicesBatch {
+	kvwatch.BatchDelete(t.b, &kvwServicesServiceKind, key, false)
+	return t
+}
+
+// PurgeService adds a purge of key (its history too).
+func (t *ServicesBatch) PurgeService(key ServiceKey) *ServicesBatch {
+	kvwatch.BatchDelete(t.b, &kvwServicesServiceKind, key, true)
+	return t
+}
+
+// PutEndpoint adds a put of v under key.
+func (t *ServicesBatch) PutEndpoint(key EndpointKey, v []Address) *ServicesBatch {
+	kvwatch.BatchPut(t.b, &kvwServicesEndpointKind, key, v)
+	return t
+}
+
+// UpdateEndpoint adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ServicesBatch) UpdateEndpoint(key EndpointKey, v []Address, revision uint64) *ServicesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwServicesEndpointKind, key, v, revision)
+	return t
+}
+
+// DeleteEndpoint adds a delete of key.
+func (t *ServicesBatch) DeleteEndpoint(key EndpointKey) *ServicesBatch {
+	kvwatch.BatchDelete(t.b, &kvwServicesEndpointKind, key, false)
+	return t
+}
+
+// PurgeEndpoint adds a purge of key (its history too).
+func (t *ServicesBatch) PurgeEndpoint(key EndpointKey) *ServicesBatch {
+	kvwatch.BatchDelete(t.b, &kvwServicesEndpointKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewServicesBucket rather than OpenServicesBucket.
+func (t *ServicesBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateServicesBucket creates bucket services with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateServicesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ServicesBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwServicesSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ServicesBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -744,3 +744,157 @@ func (b *NetworkBucket) ListPeering(ctx context.Context, scopes NetworkScopes) (
 func (b *NetworkBucket) PeeringKeys(ctx context.Context, scopes NetworkScopes) ([]PeeringKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkPeeringKind, scopes.KVWatchScopes())
 }
+
+// NetworkBatch collects writes to bucket network that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type NetworkBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see NetworkBatch).
+func (b *NetworkBucket) Batch() *NetworkBatch {
+	return &NetworkBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutVPC adds a put of v under key.
+func (t *NetworkBatch) PutVPC(key VPCKey, v string) *NetworkBatch {
+	kvwatch.BatchPut(t.b, &kvwNetworkVPCKind, key, v)
+	return t
+}
+
+// UpdateVPC adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NetworkBatch) UpdateVPC(key VPCKey, v string, revision uint64) *NetworkBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNetworkVPCKind, key, v, revision)
+	return t
+}
+
+// DeleteVPC adds a delete of key.
+func (t *NetworkBatch) DeleteVPC(key VPCKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkVPCKind, key, false)
+	return t
+}
+
+// PurgeVPC adds a purge of key (its history too).
+func (t *NetworkBatch) PurgeVPC(key VPCKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkVPCKind, key, true)
+	return t
+}
+
+// PutRoute adds a put of v under key.
+func (t *NetworkBatch) PutRoute(key RouteKey, v string) *NetworkBatch {
+	kvwatch.BatchPut(t.b, &kvwNetworkRouteKind, key, v)
+	return t
+}
+
+// UpdateRoute adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NetworkBatch) UpdateRoute(key RouteKey, v string, revision uint64) *NetworkBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNetworkRouteKind, key, v, revision)
+	return t
+}
+
+// DeleteRoute adds a delete of key.
+func (t *NetworkBatch) DeleteRoute(key RouteKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, false)
+	return t
+}
+
+// PurgeRoute adds a purge of key (its history too).
+func (t *NetworkBatch) PurgeRoute(key RouteKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, true)
+	return t
+}
+
+// PutRouteNote adds a put of v under key.
+func (t *NetworkBatch) PutRouteNote(key RouteNoteKey, v string) *NetworkBatch {
+	kvwatch.BatchPut(t.b, &kvwNetworkRouteNoteKind, key, v)
+	return t
+}
+
+// UpdateRouteNote adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NetworkBatch) UpdateRouteNote(key RouteNoteKey, v string, revision uint64) *NetworkBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNetworkRouteNoteKind, key, v, revision)
+	return t
+}
+
+// DeleteRouteNote adds a delete of key.
+func (t *NetworkBatch) DeleteRouteNote(key RouteNoteKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkRouteNoteKind, key, false)
+	return t
+}
+
+// PurgeRouteNote adds a purge of key (its history too).
+func (t *NetworkBatch) PurgeRouteNote(key RouteNoteKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkRouteNoteKind, key, true)
+	return t
+}
+
+// PutPeering adds a put of v under key.
+func (t *NetworkBatch) PutPeering(key PeeringKey, v string) *NetworkBatch {
+	kvwatch.BatchPut(t.b, &kvwNetworkPeeringKind, key, v)
+	return t
+}
+
+// UpdatePeering adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *NetworkBatch) UpdatePeering(key PeeringKey, v string, revision uint64) *NetworkBatch {
+	kvwatch.BatchUpdate(t.b, &kvwNetworkPeeringKind, key, v, revision)
+	return t
+}
+
+// DeletePeering adds a delete of key.
+func (t *NetworkBatch) DeletePeering(key PeeringKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkPeeringKind, key, false)
+	return t
+}
+
+// PurgePeering adds a purge of key (its history too).
+func (t *NetworkBatch) PurgePeering(key PeeringKey) *NetworkBatch {
+	kvwatch.BatchDelete(t.b, &kvwNetworkPeeringKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewNetworkBucket rather than OpenNetworkBucket.
+func (t *NetworkBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateNetworkBucket creates bucket network with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*NetworkBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwNetworkSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &NetworkBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -448,3 +448,104 @@ func (b *TreesBucket) ListForest(ctx context.Context, scopes TreesScopes) ([]kvw
 func (b *TreesBucket) ForestKeys(ctx context.Context, scopes TreesScopes) ([]ForestKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesForestKind, scopes.KVWatchScopes())
 }
+
+// TreesBatch collects writes to bucket trees that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type TreesBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see TreesBatch).
+func (b *TreesBucket) Batch() *TreesBatch {
+	return &TreesBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutTree adds a put of v under key.
+func (t *TreesBatch) PutTree(key TreeKey, v Tree) *TreesBatch {
+	kvwatch.BatchPut(t.b, &kvwTreesTreeKind, key, v)
+	return t
+}
+
+// UpdateTree adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *TreesBatch) UpdateTree(key TreeKey, v Tree, revision uint64) *TreesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwTreesTreeKind, key, v, revision)
+	return t
+}
+
+// DeleteTree adds a delete of key.
+func (t *TreesBatch) DeleteTree(key TreeKey) *TreesBatch {
+	kvwatch.BatchDelete(t.b, &kvwTreesTreeKind, key, false)
+	return t
+}
+
+// PurgeTree adds a purge of key (its history too).
+func (t *TreesBatch) PurgeTree(key TreeKey) *TreesBatch {
+	kvwatch.BatchDelete(t.b, &kvwTreesTreeKind, key, true)
+	return t
+}
+
+// PutForest adds a put of v under key.
+func (t *TreesBatch) PutForest(key ForestKey, v map[string][]map[string]Tree) *TreesBatch {
+	kvwatch.BatchPut(t.b, &kvwTreesForestKind, key, v)
+	return t
+}
+
+// UpdateForest adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *TreesBatch) UpdateForest(key ForestKey, v map[string][]map[string]Tree, revision uint64) *TreesBatch {
+	kvwatch.BatchUpdate(t.b, &kvwTreesForestKind, key, v, revision)
+	return t
+}
+
+// DeleteForest adds a delete of key.
+func (t *TreesBatch) DeleteForest(key ForestKey) *TreesBatch {
+	kvwatch.BatchDelete(t.b, &kvwTreesForestKind, key, false)
+	return t
+}
+
+// PurgeForest adds a purge of key (its history too).
+func (t *TreesBatch) PurgeForest(key ForestKey) *TreesBatch {
+	kvwatch.BatchDelete(t.b, &kvwTreesForestKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewTreesBucket rather than OpenTreesBucket.
+func (t *TreesBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateTreesBucket creates bucket trees with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*TreesBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwTreesSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TreesBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

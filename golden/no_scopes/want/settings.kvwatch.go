@@ -301,3 +301,79 @@ func (b *SettingsBucket) ListSetting(ctx context.Context, scopes SettingsScopes)
 func (b *SettingsBucket) SettingKeys(ctx context.Context, scopes SettingsScopes) ([]SettingKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwSettingsSpec, &kvwSettingsSettingKind, scopes.KVWatchScopes())
 }
+
+// SettingsBatch collects writes to bucket settings that Commit stores
+// atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
+// stream that allows atomic batches). A watcher's caches take a committed
+// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
+// atomic). Its methods return the batch, to chain; a key or value that cannot
+// be written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
+type SettingsBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see SettingsBatch).
+func (b *SettingsBucket) Batch() *SettingsBatch {
+	return &SettingsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutSetting adds a put of v under key.
+func (t *SettingsBatch) PutSetting(key SettingKey, v string) *SettingsBatch {
+	kvwatch.BatchPut(t.b, &kvwSettingsSettingKind, key, v)
+	return t
+}
+
+// UpdateSetting adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *SettingsBatch) UpdateSetting(key SettingKey, v string, revision uint64) *SettingsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwSettingsSettingKind, key, v, revision)
+	return t
+}
+
+// DeleteSetting adds a delete of key.
+func (t *SettingsBatch) DeleteSetting(key SettingKey) *SettingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwSettingsSettingKind, key, false)
+	return t
+}
+
+// PurgeSetting adds a purge of key (its history too).
+func (t *SettingsBatch) PurgeSetting(key SettingKey) *SettingsBatch {
+	kvwatch.BatchDelete(t.b, &kvwSettingsSettingKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewSettingsBucket rather than OpenSettingsBucket.
+func (t *SettingsBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateSettingsBucket creates bucket settings with the configuration
+// the schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateSettingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*SettingsBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwSettingsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &SettingsBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

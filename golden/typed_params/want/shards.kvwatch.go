@@ -781,3 +781,156 @@ func (b *ShardsBucket) ListEpoch(ctx context.Context, scopes ShardsScopes) ([]kv
 func (b *ShardsBucket) EpochKeys(ctx context.Context, scopes ShardsScopes) ([]EpochKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsEpochKind, scopes.KVWatchScopes())
 }
+
+// ShardsBatch collects writes to bucket shards that Commit stores atomically:
+// all at consecutive revisions, or none (nats-server 2.12+, on a stream that
+// allows atomic batches). A watcher's caches take a committed batch at once:
+// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type ShardsBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see ShardsBatch).
+func (b *ShardsBucket) Batch() *ShardsBatch {
+	return &ShardsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutShard adds a put of v under key.
+func (t *ShardsBatch) PutShard(key ShardKey, v string) *ShardsBatch {
+	kvwatch.BatchPut(t.b, &kvwShardsShardKind, key, v)
+	return t
+}
+
+// UpdateShard adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ShardsBatch) UpdateShard(key ShardKey, v string, revision uint64) *ShardsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwShardsShardKind, key, v, revision)
+	return t
+}
+
+// DeleteShard adds a delete of key.
+func (t *ShardsBatch) DeleteShard(key ShardKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsShardKind, key, false)
+	return t
+}
+
+// PurgeShard adds a purge of key (its history too).
+func (t *ShardsBatch) PurgeShard(key ShardKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsShardKind, key, true)
+	return t
+}
+
+// PutReplica adds a put of v under key.
+func (t *ShardsBatch) PutReplica(key ReplicaKey, v Replica) *ShardsBatch {
+	kvwatch.BatchPut(t.b, &kvwShardsReplicaKind, key, v)
+	return t
+}
+
+// UpdateReplica adds a put of v under key that commits only if key is still
+// at revision (0: only if key does not exist); otherwise nothing of the batch
+// is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ShardsBatch) UpdateReplica(key ReplicaKey, v Replica, revision uint64) *ShardsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwShardsReplicaKind, key, v, revision)
+	return t
+}
+
+// DeleteReplica adds a delete of key.
+func (t *ShardsBatch) DeleteReplica(key ReplicaKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsReplicaKind, key, false)
+	return t
+}
+
+// PurgeReplica adds a purge of key (its history too).
+func (t *ShardsBatch) PurgeReplica(key ReplicaKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsReplicaKind, key, true)
+	return t
+}
+
+// PutGlobal adds a put of v under key.
+func (t *ShardsBatch) PutGlobal(key GlobalKey, v Replica) *ShardsBatch {
+	kvwatch.BatchPut(t.b, &kvwShardsGlobalKind, key, v)
+	return t
+}
+
+// UpdateGlobal adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ShardsBatch) UpdateGlobal(key GlobalKey, v Replica, revision uint64) *ShardsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwShardsGlobalKind, key, v, revision)
+	return t
+}
+
+// DeleteGlobal adds a delete of key.
+func (t *ShardsBatch) DeleteGlobal(key GlobalKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsGlobalKind, key, false)
+	return t
+}
+
+// PurgeGlobal adds a purge of key (its history too).
+func (t *ShardsBatch) PurgeGlobal(key GlobalKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsGlobalKind, key, true)
+	return t
+}
+
+// PutEpoch adds a put of v under key.
+func (t *ShardsBatch) PutEpoch(key EpochKey, v uint64) *ShardsBatch {
+	kvwatch.BatchPut(t.b, &kvwShardsEpochKind, key, v)
+	return t
+}
+
+// UpdateEpoch adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ShardsBatch) UpdateEpoch(key EpochKey, v uint64, revision uint64) *ShardsBatch {
+	kvwatch.BatchUpdate(t.b, &kvwShardsEpochKind, key, v, revision)
+	return t
+}
+
+// DeleteEpoch adds a delete of key.
+func (t *ShardsBatch) DeleteEpoch(key EpochKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsEpochKind, key, false)
+	return t
+}
+
+// PurgeEpoch adds a purge of key (its history too).
+func (t *ShardsBatch) PurgeEpoch(key EpochKey) *ShardsBatch {
+	kvwatch.BatchDelete(t.b, &kvwShardsEpochKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewShardsBucket rather than OpenShardsBucket.
+func (t *ShardsBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateShardsBucket creates bucket shards with the configuration the
+// schema declares, or updates the existing bucket to it, and returns its
+// client. The schema declares no configuration: every setting takes its
+// default (history 1, ttl none, max_value_size unlimited, max_bytes
+// unlimited, storage file, replicas 1, max_consumers
+// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
+// description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateShardsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ShardsBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwShardsSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ShardsBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

@@ -310,3 +310,77 @@ func (b *ABucket) ListItem(ctx context.Context, scopes AScopes) ([]kvwatch.Entry
 func (b *ABucket) ItemKeys(ctx context.Context, scopes AScopes) ([]ItemKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwASpec, &kvwAItemKind, scopes.KVWatchScopes())
 }
+
+// ABatch collects writes to bucket a that Commit stores atomically: all at
+// consecutive revisions, or none (nats-server 2.12+, on a stream that allows
+// atomic batches). A watcher's caches take a committed batch at once: no
+// reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type ABatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see ABatch).
+func (b *ABucket) Batch() *ABatch {
+	return &ABatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutItem adds a put of v under key.
+func (t *ABatch) PutItem(key ItemKey, v Thing) *ABatch {
+	kvwatch.BatchPut(t.b, &kvwAItemKind, key, v)
+	return t
+}
+
+// UpdateItem adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *ABatch) UpdateItem(key ItemKey, v Thing, revision uint64) *ABatch {
+	kvwatch.BatchUpdate(t.b, &kvwAItemKind, key, v, revision)
+	return t
+}
+
+// DeleteItem adds a delete of key.
+func (t *ABatch) DeleteItem(key ItemKey) *ABatch {
+	kvwatch.BatchDelete(t.b, &kvwAItemKind, key, false)
+	return t
+}
+
+// PurgeItem adds a purge of key (its history too).
+func (t *ABatch) PurgeItem(key ItemKey) *ABatch {
+	kvwatch.BatchDelete(t.b, &kvwAItemKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewABucket rather than OpenABucket.
+func (t *ABatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateABucket creates bucket a with the configuration the schema
+// declares, or updates the existing bucket to it, and returns its client. The
+// schema declares no configuration: every setting takes its default (history
+// 1, ttl none, max_value_size unlimited, max_bytes unlimited, storage file,
+// replicas 1, max_consumers kvwatch.DefaultMaxConsumers, limit_marker_ttl
+// none, atomic_batches false, description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateABucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ABucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwASpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ABucket{
+		kv: kv,
+		js: js,
+	}, nil
+}

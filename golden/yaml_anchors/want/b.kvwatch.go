@@ -301,3 +301,77 @@ func (b *BBucket) ListOther(ctx context.Context, scopes BScopes) ([]kvwatch.Entr
 func (b *BBucket) OtherKeys(ctx context.Context, scopes BScopes) ([]OtherKey, uint64, error) {
 	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBSpec, &kvwBOtherKind, scopes.KVWatchScopes())
 }
+
+// BBatch collects writes to bucket b that Commit stores atomically: all at
+// consecutive revisions, or none (nats-server 2.12+, on a stream that allows
+// atomic batches). A watcher's caches take a committed batch at once: no
+// reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// methods return the batch, to chain; a key or value that cannot be written
+// fails Commit, which then sends nothing. Not safe for concurrent use.
+type BBatch struct {
+	b *kvwatch.Batch
+}
+
+// Batch starts an atomic batch of writes to the bucket (see BBatch).
+func (b *BBucket) Batch() *BBatch {
+	return &BBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+}
+
+// PutOther adds a put of v under key.
+func (t *BBatch) PutOther(key OtherKey, v Thing) *BBatch {
+	kvwatch.BatchPut(t.b, &kvwBOtherKind, key, v)
+	return t
+}
+
+// UpdateOther adds a put of v under key that commits only if key is still at
+// revision (0: only if key does not exist); otherwise nothing of the batch is
+// stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
+func (t *BBatch) UpdateOther(key OtherKey, v Thing, revision uint64) *BBatch {
+	kvwatch.BatchUpdate(t.b, &kvwBOtherKind, key, v, revision)
+	return t
+}
+
+// DeleteOther adds a delete of key.
+func (t *BBatch) DeleteOther(key OtherKey) *BBatch {
+	kvwatch.BatchDelete(t.b, &kvwBOtherKind, key, false)
+	return t
+}
+
+// PurgeOther adds a purge of key (its history too).
+func (t *BBatch) PurgeOther(key OtherKey) *BBatch {
+	kvwatch.BatchDelete(t.b, &kvwBOtherKind, key, true)
+	return t
+}
+
+// Commit stores the batch atomically and returns the revision of its last
+// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
+// NewBBucket rather than OpenBBucket.
+func (t *BBatch) Commit(ctx context.Context) (uint64, error) {
+	return t.b.Commit(ctx)
+}
+
+// CreateOrUpdateBBucket creates bucket b with the configuration the schema
+// declares, or updates the existing bucket to it, and returns its client. The
+// schema declares no configuration: every setting takes its default (history
+// 1, ttl none, max_value_size unlimited, max_bytes unlimited, storage file,
+// replicas 1, max_consumers kvwatch.DefaultMaxConsumers, limit_marker_ttl
+// none, atomic_batches false, description none).
+//
+// An existing bucket is changed in place, and only where it differs; settings
+// the schema does not govern (compression, placement, metadata) stay. A
+// change that makes the server drop entries or revisions (lowering history,
+// setting or lowering the ttl) is refused unless opts include
+// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// that differs. It deletes neither the bucket nor an entry.
+func CreateOrUpdateBBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*BBucket, error) {
+	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwBSpec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BBucket{
+		kv: kv,
+		js: js,
+	}, nil
+}
