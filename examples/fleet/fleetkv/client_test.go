@@ -259,3 +259,51 @@ func TestClientModifyLosesNoUpdate(t *testing.T) {
 		t.Errorf("ModifyRoute always conflicting = %v, want ErrConflicts and ErrKeyRevisionMismatch", err)
 	}
 }
+
+// A lost compare-and-set is error 10071 or 10164 (JSStreamWrongLastSequence
+// and its Constant variant, which nats.go v1.55.0 says replicated streams
+// give): on a replicated bucket too, the typed client's conflicts match the
+// sentinels, for single writes and for batches. The codes the server gave
+// are logged.
+func TestClientConflictsOnAReplicatedBucket(t *testing.T) {
+	c := kvwatchtest.StartCluster(t, 3)
+	_, js := c.Connect(t)
+	kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Replicas: 3})
+	allowBatches(t, js)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := fleetkv.OpenNetworkBucket(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fleetkv.RouteKey{VPC: "a", RouteID: "r1"}
+	rev, err := b.CreateRoute(ctx, key, fleetkv.Route{CIDR: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PutRoute(ctx, key, fleetkv.Route{CIDR: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *jetstream.APIError
+	_, err = b.UpdateRoute(ctx, key, fleetkv.Route{CIDR: "stale"}, rev)
+	if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) || !errors.As(err, &apiErr) {
+		t.Fatalf("UpdateRoute at a stale revision on R3 = %v, want ErrKeyRevisionMismatch", err)
+	}
+	t.Logf("the server answered error %d", apiErr.ErrorCode)
+	if _, err := b.CreateRoute(ctx, key, fleetkv.Route{}); !errors.Is(err, jetstream.ErrKeyExists) {
+		t.Errorf("CreateRoute of an existing key on R3 = %v, want ErrKeyExists", err)
+	}
+	if err := b.DeleteRoute(ctx, key, jetstream.LastRevision(rev)); !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		t.Errorf("DeleteRoute at a stale revision on R3 = %v, want ErrKeyRevisionMismatch", err)
+	}
+	_, err = b.Batch().UpdateRoute(key, fleetkv.Route{CIDR: "stale"}, rev).Commit(ctx)
+	if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) || !errors.As(err, &apiErr) {
+		t.Errorf("a batch with a stale update on R3 = %v, want ErrKeyRevisionMismatch", err)
+	} else {
+		t.Logf("for the batch, error %d", apiErr.ErrorCode)
+	}
+	var n int64
+	if _, err := b.ModifyRoute(ctx, key, func(r *fleetkv.Route) error { n++; r.Metric++; return nil }); err != nil || n != 1 {
+		t.Errorf("ModifyRoute on R3: %v after %d calls", err, n)
+	}
+}
