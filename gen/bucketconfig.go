@@ -8,6 +8,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/duration"
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 
@@ -161,15 +162,5 @@ func durationCode(d time.Duration) jen.Code {
 	return jen.Op(strconv.FormatInt(int64(d/u.d), 10)).Op("*").Qual("time", u.name)
 }
 
-// durationText writes d as the shortest duration string Go reads back as
-// d: "24h", "1h30m", "90s", "1.5s".
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// durationText writes d as the schema would: "24h", "1h30m", "90s".
+func durationText(d time.Duration) string { return duration.Format(d) }

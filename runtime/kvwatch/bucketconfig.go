@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/duration"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
@@ -354,12 +355,5 @@ func durationOrNone(d time.Duration) string {
 	if d == 0 {
 		return "none"
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return duration.Format(d)
 }

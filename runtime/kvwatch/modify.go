@@ -64,8 +64,8 @@ func Modify[K comparable, V any](ctx context.Context, kv jetstream.KeyValue, kin
 	var conflict error
 	for attempt := range cfg.attempts {
 		if attempt > 0 {
-			if err := sleepCtx(ctx, jitter(cfg.backoff<<min(attempt-1, 7), 100*time.Millisecond)); err != nil {
-				return 0, err
+			if !sleep(ctx, jitter(cfg.backoff<<min(attempt-1, 7), 100*time.Millisecond)) {
+				return 0, ctx.Err()
 			}
 		}
 		rev, err := modifyOnce(ctx, kv, kind, key, fn, cfg.create)
@@ -110,16 +110,4 @@ func isConflict(err error) bool {
 func jitter(d, limit time.Duration) time.Duration {
 	d = min(d, limit)
 	return d/2 + rand.N(d/2+1)
-}
-
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
