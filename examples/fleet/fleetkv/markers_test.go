@@ -2,6 +2,7 @@ package fleetkv_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -68,4 +69,31 @@ func TestWatcherSeesExpiredEntries(t *testing.T) {
 			t.Errorf("%v is still cached after it expired", want.key)
 		}
 	}
+}
+
+// A purge with a TTL (jetstream.PurgeTTL) leaves a marker that itself
+// expires: afterwards the key has no history left at all.
+func TestPurgeMarkerExpires(t *testing.T) {
+	js := kvwatchtest.JetStream(t)
+	kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", History: 5, LimitMarkerTTL: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := fleetkv.OpenNetworkBucket(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fleetkv.VPCConfigKey{VPC: "a"}
+	if _, err := b.PutVPCConfig(ctx, key, fleetkv.VPCConfig{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PurgeVPCConfig(ctx, key, jetstream.PurgeTTL(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := b.VPCConfigHistory(ctx, key); err != nil || len(h) != 1 || h[0].Op != kvwatch.OpPurge {
+		t.Fatalf("history right after the purge = %+v, %v; want the purge marker", h, err)
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the purge marker expired", func() bool {
+		_, err := b.VPCConfigHistory(ctx, key)
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
 }
