@@ -22,6 +22,7 @@ func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
 	emitHandlers(f, b)
 	emitWatcher(f, b)
 	emitSetScopes(f, b)
+	emitAddHandlers(f, b)
 	emitCheckpoint(f, b)
 	emitClient(f, b)
 	emitBucketConfig(f, b)

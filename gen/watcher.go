@@ -137,7 +137,7 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 	f.Type().Id(n.Watcher).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("Watcher"))
 		for _, k := range b.Kinds {
-			g.Id(k.Names.CacheField).Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value))
+			g.Id(k.Names.BindingField).Op("*").Add(rt("Binding")).Types(jen.Id(k.Names.Key), goType(k.Value))
 		}
 	})
 	f.Line()
@@ -146,7 +146,7 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 			"scopes: exact once the watcher is synced, updated before each handler call.", k.Names.Cache, k.GoName)))
 		f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().
 			Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value)).
-			Block(jen.Return(jen.Id("w").Dot(k.Names.CacheField)))
+			Block(jen.Return(jen.Id("w").Dot(k.Names.BindingField).Dot("Cache").Call()))
 		f.Line()
 	}
 
@@ -178,10 +178,34 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
 		fields := []field{{"Watcher", jen.Id("w")}}
 		for _, k := range b.Kinds {
-			fields = append(fields, field{k.Names.CacheField, jen.Id(bindingVar(k)).Dot("Cache").Call()})
+			fields = append(fields, field{k.Names.BindingField, jen.Id(bindingVar(k))})
 		}
 		g.Return(jen.Op("&").Id(n.Watcher).Add(keyed(fields...)), jen.Nil())
 	})
+	f.Line()
+}
+
+// emitAddHandlers writes the watcher's AddHandlers: more handlers on the
+// running watcher, as client-go's SharedInformer takes them.
+func emitAddHandlers(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap("AddHandlers adds h to the running watcher, for another component of the " +
+		"node: no second watcher, no second consumer. h gets every cached entry as an initial event " +
+		"(on the calling goroutine, before AddHandlers returns), then each change after them (on the " +
+		"watcher's event goroutine, in stream order), then its OnSynced once the watcher is synced, " +
+		"after the replay if it is already; its OnError receives its own handlers' panics. Its events' " +
+		"values are its own copies. The registration's WaitSynced waits for it; Remove takes h off " +
+		"again (see kvwatch.Registration)."))
+	var handlers []jen.Code
+	for _, k := range b.Kinds {
+		handlers = append(handlers, rt("HandlerOf").Call(jen.Id("w").Dot(k.Names.BindingField), jen.Id("h").Dot(k.Names.Handler)))
+	}
+	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("AddHandlers").Params(jen.Id("h").Id(n.Handlers)).
+		Params(jen.Op("*").Add(rt("Registration")), jen.Error()).Block(
+		jen.Return(jen.Id("w").Dot("Watcher").Dot("AddHandlers").Call(
+			jen.Index().Add(rt("AnyHandler")).Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, handlers...),
+			jen.Id("h").Dot("OnSynced"), jen.Id("h").Dot("OnError"))),
+	)
 	f.Line()
 }
 

@@ -133,7 +133,7 @@ func (l *loader) assignNames(s *Schema) {
 		handlers.fixed("OnSynced", "the synced handler", b.Pos)
 		handlers.fixed("OnError", "the error handler", b.Pos)
 		watcher := l.namespace("struct " + b.Names.Watcher)
-		for _, m := range []string{"Watcher", "SetScopes", "Checkpoint"} {
+		for _, m := range []string{"Watcher", "SetScopes", "Checkpoint", "AddHandlers"} {
 			watcher.fixed(m, "the watcher's "+m, b.Pos)
 		}
 		client := l.namespace("type " + b.Names.Client)
@@ -147,7 +147,7 @@ func (l *loader) assignNames(s *Schema) {
 			n := k.GoName
 			k.Names = KindNames{
 				Key: n + "Key", Parse: "Parse" + n + "Key", Event: n + "Event", Handler: "On" + n,
-				Cache: n + "Cache", CacheField: "cache" + n,
+				Cache: n + "Cache", BindingField: "bind" + n,
 				Put: "Put" + n, Create: "Create" + n, Update: "Update" + n, Get: "Get" + n,
 				GetRevision: "Get" + n + "Revision", Delete: "Delete" + n, Purge: "Purge" + n,
 				History: n + "History", List: "List" + n, Keys: n + "Keys", Modify: "Modify" + n,
@@ -159,7 +159,7 @@ func (l *loader) assignNames(s *Schema) {
 			}
 			k.Names.Handler = handlers.claim(k.Names.Handler, kwhat, k.Pos)
 			k.Names.Cache = watcher.claim(k.Names.Cache, kwhat, k.Pos)
-			watcher.add(k.Names.CacheField, kwhat, k.Pos)
+			watcher.add(k.Names.BindingField, kwhat, k.Pos)
 			k.Names.CheckpointField = checkpoint.claim(k.GoName, kwhat, k.Pos)
 			for _, m := range []*string{&k.Names.Put, &k.Names.Create, &k.Names.Update, &k.Names.Get, &k.Names.GetRevision,
 				&k.Names.Delete, &k.Names.Purge, &k.Names.History, &k.Names.List, &k.Names.Keys, &k.Names.Modify} {

@@ -81,9 +81,9 @@ type KindNames struct {
 	Event   string // RouteEvent
 	Handler string // OnRoute: field of the bucket's Handlers
 	Cache   string // RouteCache: method of the bucket's Watcher
-	// CacheField is the unexported field of the bucket's Watcher holding
-	// the cache (cacheRoute).
-	CacheField string
+	// BindingField is the unexported field of the bucket's Watcher
+	// holding the kind's binding, its cache and handlers (bindRoute).
+	BindingField string
 	// Methods of the bucket's client, named like jetstream.KeyValue's:
 	// PutRoute, CreateRoute, UpdateRoute, GetRoute, GetRouteRevision,
 	// DeleteRoute, PurgeRoute, RouteHistory, ListRoute, RouteKeys and

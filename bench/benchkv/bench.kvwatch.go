@@ -122,13 +122,13 @@ type BenchHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type BenchWatcher struct {
 	*kvwatch.Watcher
-	cacheItem *kvwatch.Cache[ItemKey, Item]
+	bindItem *kvwatch.Binding[ItemKey, Item]
 }
 
 // ItemCache returns the read-only cache of the Item entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *BenchWatcher) ItemCache() *kvwatch.Cache[ItemKey, Item] {
-	return w.cacheItem
+	return w.bindItem.Cache()
 }
 
 // WatchBench starts watching bucket bench within scopes and returns once the
@@ -144,8 +144,8 @@ func WatchBench(ctx context.Context, js jetstream.JetStream, scopes BenchScopes,
 		return nil, err
 	}
 	return &BenchWatcher{
-		Watcher:   w,
-		cacheItem: bindItem.Cache(),
+		Watcher:  w,
+		bindItem: bindItem,
 	}, nil
 }
 
@@ -157,6 +157,20 @@ func WatchBench(ctx context.Context, js jetstream.JetStream, scopes BenchScopes,
 // handler, once it is queued.
 func (w *BenchWatcher) SetScopes(ctx context.Context, scopes BenchScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *BenchWatcher) AddHandlers(h BenchHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindItem, h.OnItem),
+	}, h.OnSynced, h.OnError)
 }
 
 // BenchCheckpoint is the state of a BenchWatcher at one revision: every

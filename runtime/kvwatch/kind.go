@@ -23,6 +23,9 @@ type Binding[K comparable, V any] struct {
 	// commits one entry at a time, so one suffices (and spares an
 	// allocation per event).
 	scratch preparedEntry[K, V]
+	// regs are the handlers of the kind that AddHandlers added, guarded
+	// by the state lock and copied on write (shared.go).
+	regs []regHandler[K, V]
 }
 
 // For generated code. Bind creates a Binding of kind with handler, which may be nil: the
@@ -114,8 +117,10 @@ type preparedEntry[K comparable, V any] struct {
 	stored V     // the cache's deep copy
 	err    error // the key did not parse (keyBad) or the value did not decode
 	keyBad bool
-	// ev is the event applyLocked made, for after.
-	ev Event[K, V]
+	// ev is the event applyLocked made, for after, and regs the
+	// registrations' handlers it goes to as well.
+	ev   Event[K, V]
+	regs []regHandler[K, V]
 }
 
 // prepare parses the key and, for a put, decodes and copies the value. The
@@ -212,6 +217,7 @@ func (p *preparedEntry[K, V]) applyLocked(w *Watcher) bool {
 	}
 	p.ev = Event[K, V]{Op: e.op, Key: p.key, Value: p.value, Prev: old.Value, HasPrev: had,
 		Revision: e.revision, Created: e.created, Initial: e.initial, Marker: e.marker}
+	p.regs = b.regs
 	return true
 }
 
@@ -223,9 +229,7 @@ func (p *preparedEntry[K, V]) after(w *Watcher) {
 		return
 	}
 	b.stats.count(e.op)
-	if b.handler != nil {
-		callHandler(&w.disp, b.kind.Name, e, b.handler, p.ev)
-	}
+	b.dispatch(w, e, p.ev, p.regs)
 }
 
 // safeClone deep-copies v for the cache; a copy function that panics (an
@@ -319,14 +323,15 @@ func (b *Binding[K, V]) remove(w *Watcher, revision uint64, match func(K, string
 	for _, e := range gone {
 		delete(b.cache.items, e.Key)
 	}
+	regs := b.regs
 	w.state.mu.Unlock()
 	for _, e := range gone {
 		ev := Event[K, V]{Op: OpDelete, Key: e.Key, Prev: e.Value, HasPrev: true, Revision: revision}
 		mark(&ev)
 		b.stats.count(OpDelete)
-		if b.handler != nil {
+		if b.handler != nil || len(regs) > 0 {
 			raw := &rawEntry{key: b.kind.FormatKey(e.Key), revision: revision}
-			callHandler(&w.disp, b.kind.Name, raw, b.handler, ev)
+			b.dispatch(w, raw, ev, regs)
 		}
 	}
 }

@@ -19,6 +19,7 @@ func (w *Watcher) markSynced() {
 		if w.cfg.onSynced != nil {
 			w.disp.call("OnSynced", &rawEntry{}, w.cfg.onSynced)
 		}
+		w.syncRegistrations()
 	})
 }
 

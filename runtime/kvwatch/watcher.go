@@ -100,6 +100,9 @@ type Watcher struct {
 	stopTail   func() // stops the live tail's consumer iterator, if any
 
 	rescopes rescopeQueue // SetScopes calls for the event goroutine
+	// regs are the registrations of AddHandlers, guarded by state.mu and
+	// copied on write (shared.go).
+	regs []*Registration
 	// errAtStart is the connection's last error when the watcher started:
 	// an older permissions violation is not this watcher's.
 	errAtStart string

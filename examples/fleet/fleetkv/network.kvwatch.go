@@ -239,30 +239,30 @@ type NetworkHandlers struct {
 // Network holds the VPC network state of the fleet.
 type NetworkWatcher struct {
 	*kvwatch.Watcher
-	cacheVPCConfig    *kvwatch.Cache[VPCConfigKey, VPCConfig]
-	cacheRoute        *kvwatch.Cache[RouteKey, Route]
-	cacheFirewallRule *kvwatch.Cache[FirewallRuleKey, FirewallRule]
+	bindVPCConfig    *kvwatch.Binding[VPCConfigKey, VPCConfig]
+	bindRoute        *kvwatch.Binding[RouteKey, Route]
+	bindFirewallRule *kvwatch.Binding[FirewallRuleKey, FirewallRule]
 }
 
 // VPCConfigCache returns the read-only cache of the VPCConfig entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NetworkWatcher) VPCConfigCache() *kvwatch.Cache[VPCConfigKey, VPCConfig] {
-	return w.cacheVPCConfig
+	return w.bindVPCConfig.Cache()
 }
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NetworkWatcher) RouteCache() *kvwatch.Cache[RouteKey, Route] {
-	return w.cacheRoute
+	return w.bindRoute.Cache()
 }
 
 // FirewallRuleCache returns the read-only cache of the FirewallRule entries
 // in the watcher's scopes: exact once the watcher is synced, updated before
 // each handler call.
 func (w *NetworkWatcher) FirewallRuleCache() *kvwatch.Cache[FirewallRuleKey, FirewallRule] {
-	return w.cacheFirewallRule
+	return w.bindFirewallRule.Cache()
 }
 
 // WatchNetwork starts watching bucket network within scopes and returns once
@@ -280,10 +280,10 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 		return nil, err
 	}
 	return &NetworkWatcher{
-		Watcher:           w,
-		cacheVPCConfig:    bindVPCConfig.Cache(),
-		cacheRoute:        bindRoute.Cache(),
-		cacheFirewallRule: bindFirewallRule.Cache(),
+		Watcher:          w,
+		bindVPCConfig:    bindVPCConfig,
+		bindRoute:        bindRoute,
+		bindFirewallRule: bindFirewallRule,
 	}, nil
 }
 
@@ -295,6 +295,22 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 // handler, once it is queued.
 func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindVPCConfig, h.OnVPCConfig),
+		kvwatch.HandlerOf(w.bindRoute, h.OnRoute),
+		kvwatch.HandlerOf(w.bindFirewallRule, h.OnFirewallRule),
+	}, h.OnSynced, h.OnError)
 }
 
 // NetworkCheckpoint is the state of a NetworkWatcher at one revision: every

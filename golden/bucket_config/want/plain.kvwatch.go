@@ -106,14 +106,14 @@ type PlainHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type PlainWatcher struct {
 	*kvwatch.Watcher
-	cacheThing *kvwatch.Cache[ThingKey, string]
+	bindThing *kvwatch.Binding[ThingKey, string]
 }
 
 // ThingCache returns the read-only cache of the Thing entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *PlainWatcher) ThingCache() *kvwatch.Cache[ThingKey, string] {
-	return w.cacheThing
+	return w.bindThing.Cache()
 }
 
 // WatchPlain starts watching bucket plain within scopes and returns once the
@@ -129,8 +129,8 @@ func WatchPlain(ctx context.Context, js jetstream.JetStream, scopes PlainScopes,
 		return nil, err
 	}
 	return &PlainWatcher{
-		Watcher:    w,
-		cacheThing: bindThing.Cache(),
+		Watcher:   w,
+		bindThing: bindThing,
 	}, nil
 }
 
@@ -142,6 +142,20 @@ func WatchPlain(ctx context.Context, js jetstream.JetStream, scopes PlainScopes,
 // handler, once it is queued.
 func (w *PlainWatcher) SetScopes(ctx context.Context, scopes PlainScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *PlainWatcher) AddHandlers(h PlainHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindThing, h.OnThing),
+	}, h.OnSynced, h.OnError)
 }
 
 // PlainCheckpoint is the state of a PlainWatcher at one revision: every

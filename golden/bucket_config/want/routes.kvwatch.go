@@ -117,14 +117,14 @@ type RoutesHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type RoutesWatcher struct {
 	*kvwatch.Watcher
-	cacheRoute *kvwatch.Cache[RouteKey, string]
+	bindRoute *kvwatch.Binding[RouteKey, string]
 }
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *RoutesWatcher) RouteCache() *kvwatch.Cache[RouteKey, string] {
-	return w.cacheRoute
+	return w.bindRoute.Cache()
 }
 
 // WatchRoutes starts watching bucket routes within scopes and returns once
@@ -140,8 +140,8 @@ func WatchRoutes(ctx context.Context, js jetstream.JetStream, scopes RoutesScope
 		return nil, err
 	}
 	return &RoutesWatcher{
-		Watcher:    w,
-		cacheRoute: bindRoute.Cache(),
+		Watcher:   w,
+		bindRoute: bindRoute,
 	}, nil
 }
 
@@ -153,6 +153,20 @@ func WatchRoutes(ctx context.Context, js jetstream.JetStream, scopes RoutesScope
 // handler, once it is queued.
 func (w *RoutesWatcher) SetScopes(ctx context.Context, scopes RoutesScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *RoutesWatcher) AddHandlers(h RoutesHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindRoute, h.OnRoute),
+	}, h.OnSynced, h.OnError)
 }
 
 // RoutesCheckpoint is the state of a RoutesWatcher at one revision: every

@@ -116,14 +116,14 @@ type SessionsHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type SessionsWatcher struct {
 	*kvwatch.Watcher
-	cacheSession *kvwatch.Cache[SessionKey, []byte]
+	bindSession *kvwatch.Binding[SessionKey, []byte]
 }
 
 // SessionCache returns the read-only cache of the Session entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *SessionsWatcher) SessionCache() *kvwatch.Cache[SessionKey, []byte] {
-	return w.cacheSession
+	return w.bindSession.Cache()
 }
 
 // WatchSessions starts watching bucket sessions within scopes and returns
@@ -139,8 +139,8 @@ func WatchSessions(ctx context.Context, js jetstream.JetStream, scopes SessionsS
 		return nil, err
 	}
 	return &SessionsWatcher{
-		Watcher:      w,
-		cacheSession: bindSession.Cache(),
+		Watcher:     w,
+		bindSession: bindSession,
 	}, nil
 }
 
@@ -152,6 +152,20 @@ func WatchSessions(ctx context.Context, js jetstream.JetStream, scopes SessionsS
 // handler, once it is queued.
 func (w *SessionsWatcher) SetScopes(ctx context.Context, scopes SessionsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *SessionsWatcher) AddHandlers(h SessionsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindSession, h.OnSession),
+	}, h.OnSynced, h.OnError)
 }
 
 // SessionsCheckpoint is the state of a SessionsWatcher at one revision: every

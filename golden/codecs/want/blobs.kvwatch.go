@@ -337,50 +337,50 @@ type BlobsHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type BlobsWatcher struct {
 	*kvwatch.Watcher
-	cacheText   *kvwatch.Cache[TextKey, string]
-	cacheBlob   *kvwatch.Cache[BlobKey, []byte]
-	cachePrefix *kvwatch.Cache[PrefixKey, netip.Prefix]
-	cacheStamp  *kvwatch.Cache[StampKey, time.Time]
-	cacheAddr   *kvwatch.Cache[AddrKey, netip.Addr]
-	cacheRaw    *kvwatch.Cache[RawKey, json.RawMessage]
+	bindText   *kvwatch.Binding[TextKey, string]
+	bindBlob   *kvwatch.Binding[BlobKey, []byte]
+	bindPrefix *kvwatch.Binding[PrefixKey, netip.Prefix]
+	bindStamp  *kvwatch.Binding[StampKey, time.Time]
+	bindAddr   *kvwatch.Binding[AddrKey, netip.Addr]
+	bindRaw    *kvwatch.Binding[RawKey, json.RawMessage]
 }
 
 // TextCache returns the read-only cache of the Text entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *BlobsWatcher) TextCache() *kvwatch.Cache[TextKey, string] {
-	return w.cacheText
+	return w.bindText.Cache()
 }
 
 // BlobCache returns the read-only cache of the Blob entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *BlobsWatcher) BlobCache() *kvwatch.Cache[BlobKey, []byte] {
-	return w.cacheBlob
+	return w.bindBlob.Cache()
 }
 
 // PrefixCache returns the read-only cache of the Prefix entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *BlobsWatcher) PrefixCache() *kvwatch.Cache[PrefixKey, netip.Prefix] {
-	return w.cachePrefix
+	return w.bindPrefix.Cache()
 }
 
 // StampCache returns the read-only cache of the Stamp entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *BlobsWatcher) StampCache() *kvwatch.Cache[StampKey, time.Time] {
-	return w.cacheStamp
+	return w.bindStamp.Cache()
 }
 
 // AddrCache returns the read-only cache of the Addr entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *BlobsWatcher) AddrCache() *kvwatch.Cache[AddrKey, netip.Addr] {
-	return w.cacheAddr
+	return w.bindAddr.Cache()
 }
 
 // RawCache returns the read-only cache of the Raw entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *BlobsWatcher) RawCache() *kvwatch.Cache[RawKey, json.RawMessage] {
-	return w.cacheRaw
+	return w.bindRaw.Cache()
 }
 
 // WatchBlobs starts watching bucket blobs within scopes and returns once the
@@ -401,13 +401,13 @@ func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes,
 		return nil, err
 	}
 	return &BlobsWatcher{
-		Watcher:     w,
-		cacheText:   bindText.Cache(),
-		cacheBlob:   bindBlob.Cache(),
-		cachePrefix: bindPrefix.Cache(),
-		cacheStamp:  bindStamp.Cache(),
-		cacheAddr:   bindAddr.Cache(),
-		cacheRaw:    bindRaw.Cache(),
+		Watcher:    w,
+		bindText:   bindText,
+		bindBlob:   bindBlob,
+		bindPrefix: bindPrefix,
+		bindStamp:  bindStamp,
+		bindAddr:   bindAddr,
+		bindRaw:    bindRaw,
 	}, nil
 }
 
@@ -419,6 +419,25 @@ func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes,
 // handler, once it is queued.
 func (w *BlobsWatcher) SetScopes(ctx context.Context, scopes BlobsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *BlobsWatcher) AddHandlers(h BlobsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindText, h.OnText),
+		kvwatch.HandlerOf(w.bindBlob, h.OnBlob),
+		kvwatch.HandlerOf(w.bindPrefix, h.OnPrefix),
+		kvwatch.HandlerOf(w.bindStamp, h.OnStamp),
+		kvwatch.HandlerOf(w.bindAddr, h.OnAddr),
+		kvwatch.HandlerOf(w.bindRaw, h.OnRaw),
+	}, h.OnSynced, h.OnError)
 }
 
 // BlobsCheckpoint is the state of a BlobsWatcher at one revision: every

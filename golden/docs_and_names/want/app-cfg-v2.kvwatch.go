@@ -117,14 +117,14 @@ type AppConfigHandlers struct {
 // Entries are small JSON documents.
 type AppConfigWatcher struct {
 	*kvwatch.Watcher
-	cacheFeature *kvwatch.Cache[FeatureKey, Feature]
+	bindFeature *kvwatch.Binding[FeatureKey, Feature]
 }
 
 // FeatureCache returns the read-only cache of the Feature entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *AppConfigWatcher) FeatureCache() *kvwatch.Cache[FeatureKey, Feature] {
-	return w.cacheFeature
+	return w.bindFeature.Cache()
 }
 
 // WatchAppConfig starts watching bucket app_cfg_v2 within scopes and returns
@@ -140,8 +140,8 @@ func WatchAppConfig(ctx context.Context, js jetstream.JetStream, scopes AppConfi
 		return nil, err
 	}
 	return &AppConfigWatcher{
-		Watcher:      w,
-		cacheFeature: bindFeature.Cache(),
+		Watcher:     w,
+		bindFeature: bindFeature,
 	}, nil
 }
 
@@ -153,6 +153,20 @@ func WatchAppConfig(ctx context.Context, js jetstream.JetStream, scopes AppConfi
 // handler, once it is queued.
 func (w *AppConfigWatcher) SetScopes(ctx context.Context, scopes AppConfigScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *AppConfigWatcher) AddHandlers(h AppConfigHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindFeature, h.OnFeature),
+	}, h.OnSynced, h.OnError)
 }
 
 // AppConfigCheckpoint is the state of a AppConfigWatcher at one revision:

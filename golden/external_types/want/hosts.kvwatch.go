@@ -200,28 +200,28 @@ type HostsHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type HostsWatcher struct {
 	*kvwatch.Watcher
-	cacheHost    *kvwatch.Cache[HostKey, Host]
-	cacheAddress *kvwatch.Cache[AddressKey, netip.Addr]
-	cacheLink    *kvwatch.Cache[LinkKey, url.URL]
+	bindHost    *kvwatch.Binding[HostKey, Host]
+	bindAddress *kvwatch.Binding[AddressKey, netip.Addr]
+	bindLink    *kvwatch.Binding[LinkKey, url.URL]
 }
 
 // HostCache returns the read-only cache of the Host entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *HostsWatcher) HostCache() *kvwatch.Cache[HostKey, Host] {
-	return w.cacheHost
+	return w.bindHost.Cache()
 }
 
 // AddressCache returns the read-only cache of the Address entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *HostsWatcher) AddressCache() *kvwatch.Cache[AddressKey, netip.Addr] {
-	return w.cacheAddress
+	return w.bindAddress.Cache()
 }
 
 // LinkCache returns the read-only cache of the Link entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *HostsWatcher) LinkCache() *kvwatch.Cache[LinkKey, url.URL] {
-	return w.cacheLink
+	return w.bindLink.Cache()
 }
 
 // WatchHosts starts watching bucket hosts within scopes and returns once the
@@ -239,10 +239,10 @@ func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes,
 		return nil, err
 	}
 	return &HostsWatcher{
-		Watcher:      w,
-		cacheHost:    bindHost.Cache(),
-		cacheAddress: bindAddress.Cache(),
-		cacheLink:    bindLink.Cache(),
+		Watcher:     w,
+		bindHost:    bindHost,
+		bindAddress: bindAddress,
+		bindLink:    bindLink,
 	}, nil
 }
 
@@ -254,6 +254,22 @@ func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes,
 // handler, once it is queued.
 func (w *HostsWatcher) SetScopes(ctx context.Context, scopes HostsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *HostsWatcher) AddHandlers(h HostsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindHost, h.OnHost),
+		kvwatch.HandlerOf(w.bindAddress, h.OnAddress),
+		kvwatch.HandlerOf(w.bindLink, h.OnLink),
+	}, h.OnSynced, h.OnError)
 }
 
 // HostsCheckpoint is the state of a HostsWatcher at one revision: every

@@ -106,13 +106,13 @@ type DashHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type DashWatcher struct {
 	*kvwatch.Watcher
-	cacheItem *kvwatch.Cache[ItemKey, string]
+	bindItem *kvwatch.Binding[ItemKey, string]
 }
 
 // ItemCache returns the read-only cache of the Item entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *DashWatcher) ItemCache() *kvwatch.Cache[ItemKey, string] {
-	return w.cacheItem
+	return w.bindItem.Cache()
 }
 
 // WatchDash starts watching bucket -dash within scopes and returns once the
@@ -128,8 +128,8 @@ func WatchDash(ctx context.Context, js jetstream.JetStream, scopes DashScopes, h
 		return nil, err
 	}
 	return &DashWatcher{
-		Watcher:   w,
-		cacheItem: bindItem.Cache(),
+		Watcher:  w,
+		bindItem: bindItem,
 	}, nil
 }
 
@@ -141,6 +141,20 @@ func WatchDash(ctx context.Context, js jetstream.JetStream, scopes DashScopes, h
 // handler, once it is queued.
 func (w *DashWatcher) SetScopes(ctx context.Context, scopes DashScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *DashWatcher) AddHandlers(h DashHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindItem, h.OnItem),
+	}, h.OnSynced, h.OnError)
 }
 
 // DashCheckpoint is the state of a DashWatcher at one revision: every cached

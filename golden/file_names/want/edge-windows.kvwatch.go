@@ -107,13 +107,13 @@ type EdgeWindowsHandlers struct {
 // Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type EdgeWindowsWatcher struct {
 	*kvwatch.Watcher
-	cacheEdge *kvwatch.Cache[EdgeKey, string]
+	bindEdge *kvwatch.Binding[EdgeKey, string]
 }
 
 // EdgeCache returns the read-only cache of the Edge entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *EdgeWindowsWatcher) EdgeCache() *kvwatch.Cache[EdgeKey, string] {
-	return w.cacheEdge
+	return w.bindEdge.Cache()
 }
 
 // WatchEdgeWindows starts watching bucket edge_windows within scopes and
@@ -129,8 +129,8 @@ func WatchEdgeWindows(ctx context.Context, js jetstream.JetStream, scopes EdgeWi
 		return nil, err
 	}
 	return &EdgeWindowsWatcher{
-		Watcher:   w,
-		cacheEdge: bindEdge.Cache(),
+		Watcher:  w,
+		bindEdge: bindEdge,
 	}, nil
 }
 
@@ -142,6 +142,20 @@ func WatchEdgeWindows(ctx context.Context, js jetstream.JetStream, scopes EdgeWi
 // handler, once it is queued.
 func (w *EdgeWindowsWatcher) SetScopes(ctx context.Context, scopes EdgeWindowsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *EdgeWindowsWatcher) AddHandlers(h EdgeWindowsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindEdge, h.OnEdge),
+	}, h.OnSynced, h.OnError)
 }
 
 // EdgeWindowsCheckpoint is the state of a EdgeWindowsWatcher at one revision:

@@ -106,14 +106,14 @@ type HiddenHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type HiddenWatcher struct {
 	*kvwatch.Watcher
-	cacheSecret *kvwatch.Cache[SecretKey, string]
+	bindSecret *kvwatch.Binding[SecretKey, string]
 }
 
 // SecretCache returns the read-only cache of the Secret entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *HiddenWatcher) SecretCache() *kvwatch.Cache[SecretKey, string] {
-	return w.cacheSecret
+	return w.bindSecret.Cache()
 }
 
 // WatchHidden starts watching bucket _hidden within scopes and returns once
@@ -129,8 +129,8 @@ func WatchHidden(ctx context.Context, js jetstream.JetStream, scopes HiddenScope
 		return nil, err
 	}
 	return &HiddenWatcher{
-		Watcher:     w,
-		cacheSecret: bindSecret.Cache(),
+		Watcher:    w,
+		bindSecret: bindSecret,
 	}, nil
 }
 
@@ -142,6 +142,20 @@ func WatchHidden(ctx context.Context, js jetstream.JetStream, scopes HiddenScope
 // handler, once it is queued.
 func (w *HiddenWatcher) SetScopes(ctx context.Context, scopes HiddenScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *HiddenWatcher) AddHandlers(h HiddenHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindSecret, h.OnSecret),
+	}, h.OnSynced, h.OnError)
 }
 
 // HiddenCheckpoint is the state of a HiddenWatcher at one revision: every

@@ -106,13 +106,13 @@ type XAmd64Handlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type XAmd64Watcher struct {
 	*kvwatch.Watcher
-	cacheX *kvwatch.Cache[XKey, string]
+	bindX *kvwatch.Binding[XKey, string]
 }
 
 // XCache returns the read-only cache of the X entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *XAmd64Watcher) XCache() *kvwatch.Cache[XKey, string] {
-	return w.cacheX
+	return w.bindX.Cache()
 }
 
 // WatchXAmd64 starts watching bucket x_amd64 within scopes and returns once
@@ -129,7 +129,7 @@ func WatchXAmd64(ctx context.Context, js jetstream.JetStream, scopes XAmd64Scope
 	}
 	return &XAmd64Watcher{
 		Watcher: w,
-		cacheX:  bindX.Cache(),
+		bindX:   bindX,
 	}, nil
 }
 
@@ -141,6 +141,20 @@ func WatchXAmd64(ctx context.Context, js jetstream.JetStream, scopes XAmd64Scope
 // handler, once it is queued.
 func (w *XAmd64Watcher) SetScopes(ctx context.Context, scopes XAmd64Scopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *XAmd64Watcher) AddHandlers(h XAmd64Handlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindX, h.OnX),
+	}, h.OnSynced, h.OnError)
 }
 
 // XAmd64Checkpoint is the state of a XAmd64Watcher at one revision: every

@@ -107,13 +107,13 @@ type YLinuxARM64Handlers struct {
 // Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type YLinuxARM64Watcher struct {
 	*kvwatch.Watcher
-	cacheY *kvwatch.Cache[YKey, string]
+	bindY *kvwatch.Binding[YKey, string]
 }
 
 // YCache returns the read-only cache of the Y entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *YLinuxARM64Watcher) YCache() *kvwatch.Cache[YKey, string] {
-	return w.cacheY
+	return w.bindY.Cache()
 }
 
 // WatchYLinuxARM64 starts watching bucket Y_Linux_ARM64 within scopes and
@@ -130,7 +130,7 @@ func WatchYLinuxARM64(ctx context.Context, js jetstream.JetStream, scopes YLinux
 	}
 	return &YLinuxARM64Watcher{
 		Watcher: w,
-		cacheY:  bindY.Cache(),
+		bindY:   bindY,
 	}, nil
 }
 
@@ -142,6 +142,20 @@ func WatchYLinuxARM64(ctx context.Context, js jetstream.JetStream, scopes YLinux
 // handler, once it is queued.
 func (w *YLinuxARM64Watcher) SetScopes(ctx context.Context, scopes YLinuxARM64Scopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *YLinuxARM64Watcher) AddHandlers(h YLinuxARM64Handlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindY, h.OnY),
+	}, h.OnSynced, h.OnError)
 }
 
 // YLinuxARM64Checkpoint is the state of a YLinuxARM64Watcher at one revision:

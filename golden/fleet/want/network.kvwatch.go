@@ -171,22 +171,22 @@ type NetworkHandlers struct {
 // VPC network state.
 type NetworkWatcher struct {
 	*kvwatch.Watcher
-	cacheRoute     *kvwatch.Cache[RouteKey, Route]
-	cacheVPCConfig *kvwatch.Cache[VPCConfigKey, VPCConfig]
+	bindRoute     *kvwatch.Binding[RouteKey, Route]
+	bindVPCConfig *kvwatch.Binding[VPCConfigKey, VPCConfig]
 }
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NetworkWatcher) RouteCache() *kvwatch.Cache[RouteKey, Route] {
-	return w.cacheRoute
+	return w.bindRoute.Cache()
 }
 
 // VPCConfigCache returns the read-only cache of the VPCConfig entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NetworkWatcher) VPCConfigCache() *kvwatch.Cache[VPCConfigKey, VPCConfig] {
-	return w.cacheVPCConfig
+	return w.bindVPCConfig.Cache()
 }
 
 // WatchNetwork starts watching bucket network within scopes and returns once
@@ -203,9 +203,9 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 		return nil, err
 	}
 	return &NetworkWatcher{
-		Watcher:        w,
-		cacheRoute:     bindRoute.Cache(),
-		cacheVPCConfig: bindVPCConfig.Cache(),
+		Watcher:       w,
+		bindRoute:     bindRoute,
+		bindVPCConfig: bindVPCConfig,
 	}, nil
 }
 
@@ -217,6 +217,21 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 // handler, once it is queued.
 func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindRoute, h.OnRoute),
+		kvwatch.HandlerOf(w.bindVPCConfig, h.OnVPCConfig),
+	}, h.OnSynced, h.OnError)
 }
 
 // NetworkCheckpoint is the state of a NetworkWatcher at one revision: every

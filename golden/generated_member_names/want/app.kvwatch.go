@@ -250,37 +250,37 @@ type AppHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type AppWatcher struct {
 	*kvwatch.Watcher
-	cacheStr      *kvwatch.Cache[StrKey, string]
-	cacheSynced   *kvwatch.Cache[SyncedKey, string]
-	cacheError    *kvwatch.Cache[ErrorKey, string]
-	cacheRevision *kvwatch.Cache[RevisionKey, string]
+	bindStr      *kvwatch.Binding[StrKey, string]
+	bindSynced   *kvwatch.Binding[SyncedKey, string]
+	bindError    *kvwatch.Binding[ErrorKey, string]
+	bindRevision *kvwatch.Binding[RevisionKey, string]
 }
 
 // StrCache returns the read-only cache of the Str entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *AppWatcher) StrCache() *kvwatch.Cache[StrKey, string] {
-	return w.cacheStr
+	return w.bindStr.Cache()
 }
 
 // SyncedCache returns the read-only cache of the Synced entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *AppWatcher) SyncedCache() *kvwatch.Cache[SyncedKey, string] {
-	return w.cacheSynced
+	return w.bindSynced.Cache()
 }
 
 // ErrorCache returns the read-only cache of the Error entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *AppWatcher) ErrorCache() *kvwatch.Cache[ErrorKey, string] {
-	return w.cacheError
+	return w.bindError.Cache()
 }
 
 // RevisionCache returns the read-only cache of the Revision entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *AppWatcher) RevisionCache() *kvwatch.Cache[RevisionKey, string] {
-	return w.cacheRevision
+	return w.bindRevision.Cache()
 }
 
 // WatchApp starts watching bucket app within scopes and returns once the
@@ -299,11 +299,11 @@ func WatchApp(ctx context.Context, js jetstream.JetStream, scopes AppScopes, h A
 		return nil, err
 	}
 	return &AppWatcher{
-		Watcher:       w,
-		cacheStr:      bindStr.Cache(),
-		cacheSynced:   bindSynced.Cache(),
-		cacheError:    bindError.Cache(),
-		cacheRevision: bindRevision.Cache(),
+		Watcher:      w,
+		bindStr:      bindStr,
+		bindSynced:   bindSynced,
+		bindError:    bindError,
+		bindRevision: bindRevision,
 	}, nil
 }
 
@@ -315,6 +315,23 @@ func WatchApp(ctx context.Context, js jetstream.JetStream, scopes AppScopes, h A
 // handler, once it is queued.
 func (w *AppWatcher) SetScopes(ctx context.Context, scopes AppScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *AppWatcher) AddHandlers(h AppHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindStr, h.OnStr),
+		kvwatch.HandlerOf(w.bindSynced, h.OnSynced_),
+		kvwatch.HandlerOf(w.bindError, h.OnError_),
+		kvwatch.HandlerOf(w.bindRevision, h.OnRevision),
+	}, h.OnSynced, h.OnError)
 }
 
 // AppCheckpoint is the state of a AppWatcher at one revision: every cached

@@ -395,56 +395,56 @@ type ThingsHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type ThingsWatcher struct {
 	*kvwatch.Watcher
-	cacheVs     *kvwatch.Cache[VsKey, []vpkg2.T]
-	cacheCP     *kvwatch.Cache[CPKey, cppkg.T]
-	cacheErr    *kvwatch.Cache[ErrKey, map[string]errpkg.T]
-	cacheW      *kvwatch.Cache[WKey, wpkg.T]
-	cacheAny    *kvwatch.Cache[AnyKey, anypkg.T]
-	cacheKey    *kvwatch.Cache[KeyKey, keypkg2.T]
-	cacheHolder *kvwatch.Cache[HolderKey, Holder]
+	bindVs     *kvwatch.Binding[VsKey, []vpkg2.T]
+	bindCP     *kvwatch.Binding[CPKey, cppkg.T]
+	bindErr    *kvwatch.Binding[ErrKey, map[string]errpkg.T]
+	bindW      *kvwatch.Binding[WKey, wpkg.T]
+	bindAny    *kvwatch.Binding[AnyKey, anypkg.T]
+	bindKey    *kvwatch.Binding[KeyKey, keypkg2.T]
+	bindHolder *kvwatch.Binding[HolderKey, Holder]
 }
 
 // VsCache returns the read-only cache of the Vs entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ThingsWatcher) VsCache() *kvwatch.Cache[VsKey, []vpkg2.T] {
-	return w.cacheVs
+	return w.bindVs.Cache()
 }
 
 // CPCache returns the read-only cache of the CP entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ThingsWatcher) CPCache() *kvwatch.Cache[CPKey, cppkg.T] {
-	return w.cacheCP
+	return w.bindCP.Cache()
 }
 
 // ErrCache returns the read-only cache of the Err entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ThingsWatcher) ErrCache() *kvwatch.Cache[ErrKey, map[string]errpkg.T] {
-	return w.cacheErr
+	return w.bindErr.Cache()
 }
 
 // WCache returns the read-only cache of the W entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ThingsWatcher) WCache() *kvwatch.Cache[WKey, wpkg.T] {
-	return w.cacheW
+	return w.bindW.Cache()
 }
 
 // AnyCache returns the read-only cache of the Any entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ThingsWatcher) AnyCache() *kvwatch.Cache[AnyKey, anypkg.T] {
-	return w.cacheAny
+	return w.bindAny.Cache()
 }
 
 // KeyCache returns the read-only cache of the Key entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ThingsWatcher) KeyCache() *kvwatch.Cache[KeyKey, keypkg2.T] {
-	return w.cacheKey
+	return w.bindKey.Cache()
 }
 
 // HolderCache returns the read-only cache of the Holder entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ThingsWatcher) HolderCache() *kvwatch.Cache[HolderKey, Holder] {
-	return w.cacheHolder
+	return w.bindHolder.Cache()
 }
 
 // WatchThings starts watching bucket things within scopes and returns once
@@ -466,14 +466,14 @@ func WatchThings(ctx context.Context, js jetstream.JetStream, scopes ThingsScope
 		return nil, err
 	}
 	return &ThingsWatcher{
-		Watcher:     w,
-		cacheVs:     bindVs.Cache(),
-		cacheCP:     bindCP.Cache(),
-		cacheErr:    bindErr.Cache(),
-		cacheW:      bindW.Cache(),
-		cacheAny:    bindAny.Cache(),
-		cacheKey:    bindKey.Cache(),
-		cacheHolder: bindHolder.Cache(),
+		Watcher:    w,
+		bindVs:     bindVs,
+		bindCP:     bindCP,
+		bindErr:    bindErr,
+		bindW:      bindW,
+		bindAny:    bindAny,
+		bindKey:    bindKey,
+		bindHolder: bindHolder,
 	}, nil
 }
 
@@ -485,6 +485,26 @@ func WatchThings(ctx context.Context, js jetstream.JetStream, scopes ThingsScope
 // handler, once it is queued.
 func (w *ThingsWatcher) SetScopes(ctx context.Context, scopes ThingsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *ThingsWatcher) AddHandlers(h ThingsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindVs, h.OnVs),
+		kvwatch.HandlerOf(w.bindCP, h.OnCP),
+		kvwatch.HandlerOf(w.bindErr, h.OnErr),
+		kvwatch.HandlerOf(w.bindW, h.OnW),
+		kvwatch.HandlerOf(w.bindAny, h.OnAny),
+		kvwatch.HandlerOf(w.bindKey, h.OnKey),
+		kvwatch.HandlerOf(w.bindHolder, h.OnHolder),
+	}, h.OnSynced, h.OnError)
 }
 
 // ThingsCheckpoint is the state of a ThingsWatcher at one revision: every

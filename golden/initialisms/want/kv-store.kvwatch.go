@@ -122,14 +122,14 @@ type KVStoreHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type KVStoreWatcher struct {
 	*kvwatch.Watcher
-	cacheAPIKey *kvwatch.Cache[APIKeyKey, APIKey]
+	bindAPIKey *kvwatch.Binding[APIKeyKey, APIKey]
 }
 
 // APIKeyCache returns the read-only cache of the APIKey entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *KVStoreWatcher) APIKeyCache() *kvwatch.Cache[APIKeyKey, APIKey] {
-	return w.cacheAPIKey
+	return w.bindAPIKey.Cache()
 }
 
 // WatchKVStore starts watching bucket kv-store within scopes and returns once
@@ -145,8 +145,8 @@ func WatchKVStore(ctx context.Context, js jetstream.JetStream, scopes KVStoreSco
 		return nil, err
 	}
 	return &KVStoreWatcher{
-		Watcher:     w,
-		cacheAPIKey: bindAPIKey.Cache(),
+		Watcher:    w,
+		bindAPIKey: bindAPIKey,
 	}, nil
 }
 
@@ -158,6 +158,20 @@ func WatchKVStore(ctx context.Context, js jetstream.JetStream, scopes KVStoreSco
 // handler, once it is queued.
 func (w *KVStoreWatcher) SetScopes(ctx context.Context, scopes KVStoreScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *KVStoreWatcher) AddHandlers(h KVStoreHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindAPIKey, h.OnAPIKey),
+	}, h.OnSynced, h.OnError)
 }
 
 // KVStoreCheckpoint is the state of a KVStoreWatcher at one revision: every

@@ -178,14 +178,14 @@ type MetricsHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type MetricsWatcher struct {
 	*kvwatch.Watcher
-	cacheSample *kvwatch.Cache[SampleKey, float64]
+	bindSample *kvwatch.Binding[SampleKey, float64]
 }
 
 // SampleCache returns the read-only cache of the Sample entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *MetricsWatcher) SampleCache() *kvwatch.Cache[SampleKey, float64] {
-	return w.cacheSample
+	return w.bindSample.Cache()
 }
 
 // WatchMetrics starts watching bucket metrics within scopes and returns once
@@ -201,8 +201,8 @@ func WatchMetrics(ctx context.Context, js jetstream.JetStream, scopes MetricsSco
 		return nil, err
 	}
 	return &MetricsWatcher{
-		Watcher:     w,
-		cacheSample: bindSample.Cache(),
+		Watcher:    w,
+		bindSample: bindSample,
 	}, nil
 }
 
@@ -214,6 +214,20 @@ func WatchMetrics(ctx context.Context, js jetstream.JetStream, scopes MetricsSco
 // handler, once it is queued.
 func (w *MetricsWatcher) SetScopes(ctx context.Context, scopes MetricsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *MetricsWatcher) AddHandlers(h MetricsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindSample, h.OnSample),
+	}, h.OnSynced, h.OnError)
 }
 
 // MetricsCheckpoint is the state of a MetricsWatcher at one revision: every

@@ -334,52 +334,52 @@ type ValuesHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type ValuesWatcher struct {
 	*kvwatch.Watcher
-	cacheEverything *kvwatch.Cache[EverythingKey, Everything]
-	cacheNames      *kvwatch.Cache[NamesKey, Names]
-	cacheWide       *kvwatch.Cache[WideKey, Wide]
-	cacheList       *kvwatch.Cache[ListKey, []int32]
-	cacheCount      *kvwatch.Cache[CountKey, uint32]
-	cacheStamp      *kvwatch.Cache[StampKey, time.Time]
+	bindEverything *kvwatch.Binding[EverythingKey, Everything]
+	bindNames      *kvwatch.Binding[NamesKey, Names]
+	bindWide       *kvwatch.Binding[WideKey, Wide]
+	bindList       *kvwatch.Binding[ListKey, []int32]
+	bindCount      *kvwatch.Binding[CountKey, uint32]
+	bindStamp      *kvwatch.Binding[StampKey, time.Time]
 }
 
 // EverythingCache returns the read-only cache of the Everything entries in
 // the watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ValuesWatcher) EverythingCache() *kvwatch.Cache[EverythingKey, Everything] {
-	return w.cacheEverything
+	return w.bindEverything.Cache()
 }
 
 // NamesCache returns the read-only cache of the Names entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ValuesWatcher) NamesCache() *kvwatch.Cache[NamesKey, Names] {
-	return w.cacheNames
+	return w.bindNames.Cache()
 }
 
 // WideCache returns the read-only cache of the Wide entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ValuesWatcher) WideCache() *kvwatch.Cache[WideKey, Wide] {
-	return w.cacheWide
+	return w.bindWide.Cache()
 }
 
 // ListCache returns the read-only cache of the List entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ValuesWatcher) ListCache() *kvwatch.Cache[ListKey, []int32] {
-	return w.cacheList
+	return w.bindList.Cache()
 }
 
 // CountCache returns the read-only cache of the Count entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ValuesWatcher) CountCache() *kvwatch.Cache[CountKey, uint32] {
-	return w.cacheCount
+	return w.bindCount.Cache()
 }
 
 // StampCache returns the read-only cache of the Stamp entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ValuesWatcher) StampCache() *kvwatch.Cache[StampKey, time.Time] {
-	return w.cacheStamp
+	return w.bindStamp.Cache()
 }
 
 // WatchValues starts watching bucket values within scopes and returns once
@@ -400,13 +400,13 @@ func WatchValues(ctx context.Context, js jetstream.JetStream, scopes ValuesScope
 		return nil, err
 	}
 	return &ValuesWatcher{
-		Watcher:         w,
-		cacheEverything: bindEverything.Cache(),
-		cacheNames:      bindNames.Cache(),
-		cacheWide:       bindWide.Cache(),
-		cacheList:       bindList.Cache(),
-		cacheCount:      bindCount.Cache(),
-		cacheStamp:      bindStamp.Cache(),
+		Watcher:        w,
+		bindEverything: bindEverything,
+		bindNames:      bindNames,
+		bindWide:       bindWide,
+		bindList:       bindList,
+		bindCount:      bindCount,
+		bindStamp:      bindStamp,
 	}, nil
 }
 
@@ -418,6 +418,25 @@ func WatchValues(ctx context.Context, js jetstream.JetStream, scopes ValuesScope
 // handler, once it is queued.
 func (w *ValuesWatcher) SetScopes(ctx context.Context, scopes ValuesScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *ValuesWatcher) AddHandlers(h ValuesHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindEverything, h.OnEverything),
+		kvwatch.HandlerOf(w.bindNames, h.OnNames),
+		kvwatch.HandlerOf(w.bindWide, h.OnWide),
+		kvwatch.HandlerOf(w.bindList, h.OnList),
+		kvwatch.HandlerOf(w.bindCount, h.OnCount),
+		kvwatch.HandlerOf(w.bindStamp, h.OnStamp),
+	}, h.OnSynced, h.OnError)
 }
 
 // ValuesCheckpoint is the state of a ValuesWatcher at one revision: every

@@ -171,20 +171,20 @@ type TypeHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type TypeWatcher struct {
 	*kvwatch.Watcher
-	cacheFunc *kvwatch.Cache[FuncKey, Chan]
-	cacheVar  *kvwatch.Cache[VarKey, string]
+	bindFunc *kvwatch.Binding[FuncKey, Chan]
+	bindVar  *kvwatch.Binding[VarKey, string]
 }
 
 // FuncCache returns the read-only cache of the Func entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *TypeWatcher) FuncCache() *kvwatch.Cache[FuncKey, Chan] {
-	return w.cacheFunc
+	return w.bindFunc.Cache()
 }
 
 // VarCache returns the read-only cache of the Var entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *TypeWatcher) VarCache() *kvwatch.Cache[VarKey, string] {
-	return w.cacheVar
+	return w.bindVar.Cache()
 }
 
 // WatchType starts watching bucket type within scopes and returns once the
@@ -201,9 +201,9 @@ func WatchType(ctx context.Context, js jetstream.JetStream, scopes TypeScopes, h
 		return nil, err
 	}
 	return &TypeWatcher{
-		Watcher:   w,
-		cacheFunc: bindFunc.Cache(),
-		cacheVar:  bindVar.Cache(),
+		Watcher:  w,
+		bindFunc: bindFunc,
+		bindVar:  bindVar,
 	}, nil
 }
 
@@ -215,6 +215,21 @@ func WatchType(ctx context.Context, js jetstream.JetStream, scopes TypeScopes, h
 // handler, once it is queued.
 func (w *TypeWatcher) SetScopes(ctx context.Context, scopes TypeScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *TypeWatcher) AddHandlers(h TypeHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindFunc, h.OnFunc),
+		kvwatch.HandlerOf(w.bindVar, h.OnVar),
+	}, h.OnSynced, h.OnError)
 }
 
 // TypeCheckpoint is the state of a TypeWatcher at one revision: every cached

@@ -220,29 +220,29 @@ type ConfigHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type ConfigWatcher struct {
 	*kvwatch.Watcher
-	cacheGlobal *kvwatch.Cache[GlobalKey, Settings]
-	cacheRegion *kvwatch.Cache[RegionKey, Settings]
-	cacheZone   *kvwatch.Cache[ZoneKey, Settings]
+	bindGlobal *kvwatch.Binding[GlobalKey, Settings]
+	bindRegion *kvwatch.Binding[RegionKey, Settings]
+	bindZone   *kvwatch.Binding[ZoneKey, Settings]
 }
 
 // GlobalCache returns the read-only cache of the Global entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ConfigWatcher) GlobalCache() *kvwatch.Cache[GlobalKey, Settings] {
-	return w.cacheGlobal
+	return w.bindGlobal.Cache()
 }
 
 // RegionCache returns the read-only cache of the Region entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ConfigWatcher) RegionCache() *kvwatch.Cache[RegionKey, Settings] {
-	return w.cacheRegion
+	return w.bindRegion.Cache()
 }
 
 // ZoneCache returns the read-only cache of the Zone entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *ConfigWatcher) ZoneCache() *kvwatch.Cache[ZoneKey, Settings] {
-	return w.cacheZone
+	return w.bindZone.Cache()
 }
 
 // WatchConfig starts watching bucket config within scopes and returns once
@@ -260,10 +260,10 @@ func WatchConfig(ctx context.Context, js jetstream.JetStream, scopes ConfigScope
 		return nil, err
 	}
 	return &ConfigWatcher{
-		Watcher:     w,
-		cacheGlobal: bindGlobal.Cache(),
-		cacheRegion: bindRegion.Cache(),
-		cacheZone:   bindZone.Cache(),
+		Watcher:    w,
+		bindGlobal: bindGlobal,
+		bindRegion: bindRegion,
+		bindZone:   bindZone,
 	}, nil
 }
 
@@ -275,6 +275,22 @@ func WatchConfig(ctx context.Context, js jetstream.JetStream, scopes ConfigScope
 // handler, once it is queued.
 func (w *ConfigWatcher) SetScopes(ctx context.Context, scopes ConfigScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *ConfigWatcher) AddHandlers(h ConfigHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindGlobal, h.OnGlobal),
+		kvwatch.HandlerOf(w.bindRegion, h.OnRegion),
+		kvwatch.HandlerOf(w.bindZone, h.OnZone),
+	}, h.OnSynced, h.OnError)
 }
 
 // ConfigCheckpoint is the state of a ConfigWatcher at one revision: every

@@ -170,21 +170,21 @@ type NodeStateHandlers struct {
 // Err, Done and Stop. Its methods are safe for concurrent use.
 type NodeStateWatcher struct {
 	*kvwatch.Watcher
-	cacheNode       *kvwatch.Cache[NodeKey, Node]
-	cacheNodeLabels *kvwatch.Cache[NodeLabelsKey, map[string]string]
+	bindNode       *kvwatch.Binding[NodeKey, Node]
+	bindNodeLabels *kvwatch.Binding[NodeLabelsKey, map[string]string]
 }
 
 // NodeCache returns the read-only cache of the Node entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *NodeStateWatcher) NodeCache() *kvwatch.Cache[NodeKey, Node] {
-	return w.cacheNode
+	return w.bindNode.Cache()
 }
 
 // NodeLabelsCache returns the read-only cache of the NodeLabels entries in
 // the watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NodeStateWatcher) NodeLabelsCache() *kvwatch.Cache[NodeLabelsKey, map[string]string] {
-	return w.cacheNodeLabels
+	return w.bindNodeLabels.Cache()
 }
 
 // WatchNodeState starts watching bucket node-state within scopes and returns
@@ -201,9 +201,9 @@ func WatchNodeState(ctx context.Context, js jetstream.JetStream, scopes NodeStat
 		return nil, err
 	}
 	return &NodeStateWatcher{
-		Watcher:         w,
-		cacheNode:       bindNode.Cache(),
-		cacheNodeLabels: bindNodeLabels.Cache(),
+		Watcher:        w,
+		bindNode:       bindNode,
+		bindNodeLabels: bindNodeLabels,
 	}, nil
 }
 
@@ -215,6 +215,21 @@ func WatchNodeState(ctx context.Context, js jetstream.JetStream, scopes NodeStat
 // handler, once it is queued.
 func (w *NodeStateWatcher) SetScopes(ctx context.Context, scopes NodeStateScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *NodeStateWatcher) AddHandlers(h NodeStateHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindNode, h.OnNode),
+		kvwatch.HandlerOf(w.bindNodeLabels, h.OnNodeLabels),
+	}, h.OnSynced, h.OnError)
 }
 
 // NodeStateCheckpoint is the state of a NodeStateWatcher at one revision:

@@ -174,22 +174,22 @@ type ServicesHandlers struct {
 // Service registry.
 type ServicesWatcher struct {
 	*kvwatch.Watcher
-	cacheService  *kvwatch.Cache[ServiceKey, Service]
-	cacheEndpoint *kvwatch.Cache[EndpointKey, []Address]
+	bindService  *kvwatch.Binding[ServiceKey, Service]
+	bindEndpoint *kvwatch.Binding[EndpointKey, []Address]
 }
 
 // ServiceCache returns the read-only cache of the Service entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ServicesWatcher) ServiceCache() *kvwatch.Cache[ServiceKey, Service] {
-	return w.cacheService
+	return w.bindService.Cache()
 }
 
 // EndpointCache returns the read-only cache of the Endpoint entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ServicesWatcher) EndpointCache() *kvwatch.Cache[EndpointKey, []Address] {
-	return w.cacheEndpoint
+	return w.bindEndpoint.Cache()
 }
 
 // WatchServices starts watching bucket services within scopes and returns
@@ -206,9 +206,9 @@ func WatchServices(ctx context.Context, js jetstream.JetStream, scopes ServicesS
 		return nil, err
 	}
 	return &ServicesWatcher{
-		Watcher:       w,
-		cacheService:  bindService.Cache(),
-		cacheEndpoint: bindEndpoint.Cache(),
+		Watcher:      w,
+		bindService:  bindService,
+		bindEndpoint: bindEndpoint,
 	}, nil
 }
 
@@ -220,6 +220,21 @@ func WatchServices(ctx context.Context, js jetstream.JetStream, scopes ServicesS
 // handler, once it is queued.
 func (w *ServicesWatcher) SetScopes(ctx context.Context, scopes ServicesScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *ServicesWatcher) AddHandlers(h ServicesHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindService, h.OnService),
+		kvwatch.HandlerOf(w.bindEndpoint, h.OnEndpoint),
+	}, h.OnSynced, h.OnError)
 }
 
 // ServicesCheckpoint is the state of a ServicesWatcher at one revision: every

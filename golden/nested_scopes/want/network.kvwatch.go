@@ -278,37 +278,37 @@ type NetworkHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type NetworkWatcher struct {
 	*kvwatch.Watcher
-	cacheVPC       *kvwatch.Cache[VPCKey, string]
-	cacheRoute     *kvwatch.Cache[RouteKey, string]
-	cacheRouteNote *kvwatch.Cache[RouteNoteKey, string]
-	cachePeering   *kvwatch.Cache[PeeringKey, string]
+	bindVPC       *kvwatch.Binding[VPCKey, string]
+	bindRoute     *kvwatch.Binding[RouteKey, string]
+	bindRouteNote *kvwatch.Binding[RouteNoteKey, string]
+	bindPeering   *kvwatch.Binding[PeeringKey, string]
 }
 
 // VPCCache returns the read-only cache of the VPC entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *NetworkWatcher) VPCCache() *kvwatch.Cache[VPCKey, string] {
-	return w.cacheVPC
+	return w.bindVPC.Cache()
 }
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NetworkWatcher) RouteCache() *kvwatch.Cache[RouteKey, string] {
-	return w.cacheRoute
+	return w.bindRoute.Cache()
 }
 
 // RouteNoteCache returns the read-only cache of the RouteNote entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NetworkWatcher) RouteNoteCache() *kvwatch.Cache[RouteNoteKey, string] {
-	return w.cacheRouteNote
+	return w.bindRouteNote.Cache()
 }
 
 // PeeringCache returns the read-only cache of the Peering entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *NetworkWatcher) PeeringCache() *kvwatch.Cache[PeeringKey, string] {
-	return w.cachePeering
+	return w.bindPeering.Cache()
 }
 
 // WatchNetwork starts watching bucket network within scopes and returns once
@@ -327,11 +327,11 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 		return nil, err
 	}
 	return &NetworkWatcher{
-		Watcher:        w,
-		cacheVPC:       bindVPC.Cache(),
-		cacheRoute:     bindRoute.Cache(),
-		cacheRouteNote: bindRouteNote.Cache(),
-		cachePeering:   bindPeering.Cache(),
+		Watcher:       w,
+		bindVPC:       bindVPC,
+		bindRoute:     bindRoute,
+		bindRouteNote: bindRouteNote,
+		bindPeering:   bindPeering,
 	}, nil
 }
 
@@ -343,6 +343,23 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 // handler, once it is queued.
 func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindVPC, h.OnVPC),
+		kvwatch.HandlerOf(w.bindRoute, h.OnRoute),
+		kvwatch.HandlerOf(w.bindRouteNote, h.OnRouteNote),
+		kvwatch.HandlerOf(w.bindPeering, h.OnPeering),
+	}, h.OnSynced, h.OnError)
 }
 
 // NetworkCheckpoint is the state of a NetworkWatcher at one revision: every

@@ -164,21 +164,21 @@ type TreesHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type TreesWatcher struct {
 	*kvwatch.Watcher
-	cacheTree   *kvwatch.Cache[TreeKey, Tree]
-	cacheForest *kvwatch.Cache[ForestKey, map[string][]map[string]Tree]
+	bindTree   *kvwatch.Binding[TreeKey, Tree]
+	bindForest *kvwatch.Binding[ForestKey, map[string][]map[string]Tree]
 }
 
 // TreeCache returns the read-only cache of the Tree entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *TreesWatcher) TreeCache() *kvwatch.Cache[TreeKey, Tree] {
-	return w.cacheTree
+	return w.bindTree.Cache()
 }
 
 // ForestCache returns the read-only cache of the Forest entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *TreesWatcher) ForestCache() *kvwatch.Cache[ForestKey, map[string][]map[string]Tree] {
-	return w.cacheForest
+	return w.bindForest.Cache()
 }
 
 // WatchTrees starts watching bucket trees within scopes and returns once the
@@ -195,9 +195,9 @@ func WatchTrees(ctx context.Context, js jetstream.JetStream, scopes TreesScopes,
 		return nil, err
 	}
 	return &TreesWatcher{
-		Watcher:     w,
-		cacheTree:   bindTree.Cache(),
-		cacheForest: bindForest.Cache(),
+		Watcher:    w,
+		bindTree:   bindTree,
+		bindForest: bindForest,
 	}, nil
 }
 
@@ -209,6 +209,21 @@ func WatchTrees(ctx context.Context, js jetstream.JetStream, scopes TreesScopes,
 // handler, once it is queued.
 func (w *TreesWatcher) SetScopes(ctx context.Context, scopes TreesScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *TreesWatcher) AddHandlers(h TreesHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindTree, h.OnTree),
+		kvwatch.HandlerOf(w.bindForest, h.OnForest),
+	}, h.OnSynced, h.OnError)
 }
 
 // TreesCheckpoint is the state of a TreesWatcher at one revision: every

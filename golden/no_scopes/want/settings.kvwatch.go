@@ -106,14 +106,14 @@ type SettingsHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type SettingsWatcher struct {
 	*kvwatch.Watcher
-	cacheSetting *kvwatch.Cache[SettingKey, string]
+	bindSetting *kvwatch.Binding[SettingKey, string]
 }
 
 // SettingCache returns the read-only cache of the Setting entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *SettingsWatcher) SettingCache() *kvwatch.Cache[SettingKey, string] {
-	return w.cacheSetting
+	return w.bindSetting.Cache()
 }
 
 // WatchSettings starts watching bucket settings within scopes and returns
@@ -129,8 +129,8 @@ func WatchSettings(ctx context.Context, js jetstream.JetStream, scopes SettingsS
 		return nil, err
 	}
 	return &SettingsWatcher{
-		Watcher:      w,
-		cacheSetting: bindSetting.Cache(),
+		Watcher:     w,
+		bindSetting: bindSetting,
 	}, nil
 }
 
@@ -142,6 +142,20 @@ func WatchSettings(ctx context.Context, js jetstream.JetStream, scopes SettingsS
 // handler, once it is queued.
 func (w *SettingsWatcher) SetScopes(ctx context.Context, scopes SettingsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *SettingsWatcher) AddHandlers(h SettingsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindSetting, h.OnSetting),
+	}, h.OnSynced, h.OnError)
 }
 
 // SettingsCheckpoint is the state of a SettingsWatcher at one revision: every

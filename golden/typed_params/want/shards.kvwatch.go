@@ -313,38 +313,38 @@ type ShardsHandlers struct {
 // and Stop. Its methods are safe for concurrent use.
 type ShardsWatcher struct {
 	*kvwatch.Watcher
-	cacheShard   *kvwatch.Cache[ShardKey, string]
-	cacheReplica *kvwatch.Cache[ReplicaKey, Replica]
-	cacheGlobal  *kvwatch.Cache[GlobalKey, Replica]
-	cacheEpoch   *kvwatch.Cache[EpochKey, uint64]
+	bindShard   *kvwatch.Binding[ShardKey, string]
+	bindReplica *kvwatch.Binding[ReplicaKey, Replica]
+	bindGlobal  *kvwatch.Binding[GlobalKey, Replica]
+	bindEpoch   *kvwatch.Binding[EpochKey, uint64]
 }
 
 // ShardCache returns the read-only cache of the Shard entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ShardsWatcher) ShardCache() *kvwatch.Cache[ShardKey, string] {
-	return w.cacheShard
+	return w.bindShard.Cache()
 }
 
 // ReplicaCache returns the read-only cache of the Replica entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ShardsWatcher) ReplicaCache() *kvwatch.Cache[ReplicaKey, Replica] {
-	return w.cacheReplica
+	return w.bindReplica.Cache()
 }
 
 // GlobalCache returns the read-only cache of the Global entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ShardsWatcher) GlobalCache() *kvwatch.Cache[GlobalKey, Replica] {
-	return w.cacheGlobal
+	return w.bindGlobal.Cache()
 }
 
 // EpochCache returns the read-only cache of the Epoch entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *ShardsWatcher) EpochCache() *kvwatch.Cache[EpochKey, uint64] {
-	return w.cacheEpoch
+	return w.bindEpoch.Cache()
 }
 
 // WatchShards starts watching bucket shards within scopes and returns once
@@ -363,11 +363,11 @@ func WatchShards(ctx context.Context, js jetstream.JetStream, scopes ShardsScope
 		return nil, err
 	}
 	return &ShardsWatcher{
-		Watcher:      w,
-		cacheShard:   bindShard.Cache(),
-		cacheReplica: bindReplica.Cache(),
-		cacheGlobal:  bindGlobal.Cache(),
-		cacheEpoch:   bindEpoch.Cache(),
+		Watcher:     w,
+		bindShard:   bindShard,
+		bindReplica: bindReplica,
+		bindGlobal:  bindGlobal,
+		bindEpoch:   bindEpoch,
 	}, nil
 }
 
@@ -379,6 +379,23 @@ func WatchShards(ctx context.Context, js jetstream.JetStream, scopes ShardsScope
 // handler, once it is queued.
 func (w *ShardsWatcher) SetScopes(ctx context.Context, scopes ShardsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *ShardsWatcher) AddHandlers(h ShardsHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindShard, h.OnShard),
+		kvwatch.HandlerOf(w.bindReplica, h.OnReplica),
+		kvwatch.HandlerOf(w.bindGlobal, h.OnGlobal),
+		kvwatch.HandlerOf(w.bindEpoch, h.OnEpoch),
+	}, h.OnSynced, h.OnError)
 }
 
 // ShardsCheckpoint is the state of a ShardsWatcher at one revision: every

@@ -117,13 +117,13 @@ type AHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type AWatcher struct {
 	*kvwatch.Watcher
-	cacheItem *kvwatch.Cache[ItemKey, Thing]
+	bindItem *kvwatch.Binding[ItemKey, Thing]
 }
 
 // ItemCache returns the read-only cache of the Item entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 func (w *AWatcher) ItemCache() *kvwatch.Cache[ItemKey, Thing] {
-	return w.cacheItem
+	return w.bindItem.Cache()
 }
 
 // WatchA starts watching bucket a within scopes and returns once the bucket
@@ -139,8 +139,8 @@ func WatchA(ctx context.Context, js jetstream.JetStream, scopes AScopes, h AHand
 		return nil, err
 	}
 	return &AWatcher{
-		Watcher:   w,
-		cacheItem: bindItem.Cache(),
+		Watcher:  w,
+		bindItem: bindItem,
 	}, nil
 }
 
@@ -152,6 +152,20 @@ func WatchA(ctx context.Context, js jetstream.JetStream, scopes AScopes, h AHand
 // handler, once it is queued.
 func (w *AWatcher) SetScopes(ctx context.Context, scopes AScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *AWatcher) AddHandlers(h AHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindItem, h.OnItem),
+	}, h.OnSynced, h.OnError)
 }
 
 // ACheckpoint is the state of a AWatcher at one revision: every cached entry,

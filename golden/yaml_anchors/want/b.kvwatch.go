@@ -106,14 +106,14 @@ type BHandlers struct {
 // Stop. Its methods are safe for concurrent use.
 type BWatcher struct {
 	*kvwatch.Watcher
-	cacheOther *kvwatch.Cache[OtherKey, Thing]
+	bindOther *kvwatch.Binding[OtherKey, Thing]
 }
 
 // OtherCache returns the read-only cache of the Other entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
 func (w *BWatcher) OtherCache() *kvwatch.Cache[OtherKey, Thing] {
-	return w.cacheOther
+	return w.bindOther.Cache()
 }
 
 // WatchB starts watching bucket b within scopes and returns once the bucket
@@ -129,8 +129,8 @@ func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHand
 		return nil, err
 	}
 	return &BWatcher{
-		Watcher:    w,
-		cacheOther: bindOther.Cache(),
+		Watcher:   w,
+		bindOther: bindOther,
 	}, nil
 }
 
@@ -142,6 +142,20 @@ func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHand
 // handler, once it is queued.
 func (w *BWatcher) SetScopes(ctx context.Context, scopes BScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+}
+
+// AddHandlers adds h to the running watcher, for another component of the
+// node: no second watcher, no second consumer. h gets every cached entry as
+// an initial event (on the calling goroutine, before AddHandlers returns),
+// then each change after them (on the watcher's event goroutine, in stream
+// order), then its OnSynced once the watcher is synced, after the replay if
+// it is already; its OnError receives its own handlers' panics. Its events'
+// values are its own copies. The registration's WaitSynced waits for it;
+// Remove takes h off again (see kvwatch.Registration).
+func (w *BWatcher) AddHandlers(h BHandlers) (*kvwatch.Registration, error) {
+	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
+		kvwatch.HandlerOf(w.bindOther, h.OnOther),
+	}, h.OnSynced, h.OnError)
 }
 
 // BCheckpoint is the state of a BWatcher at one revision: every cached entry,

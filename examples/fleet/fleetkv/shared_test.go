@@ -1,0 +1,192 @@
+package fleetkv_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+)
+
+// eventLog records the route events and the sync of one set of handlers.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) add(s string) {
+	l.mu.Lock()
+	l.events = append(l.events, s)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+func (l *eventLog) handlers() fleetkv.NetworkHandlers {
+	return fleetkv.NetworkHandlers{
+		OnRoute: func(ev fleetkv.RouteEvent) {
+			l.add(fmt.Sprintf("%s %s %s initial=%v", ev.Op, ev.Key.RouteID, ev.Value.CIDR, ev.Initial))
+		},
+		OnSynced: func() { l.add("synced") },
+	}
+}
+
+// Components of a node share one watcher: handlers added to it get the
+// cache replayed as initial events, their OnSynced, then live changes in
+// order, with values of their own; removed, they get nothing more; the
+// bucket keeps one consumer.
+func TestAddHandlersSharesOneWatcher(t *testing.T) {
+	ctx, js, b := openNetwork(t)
+	for _, r := range []string{"r1", "r2"} {
+		b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: r}, fleetkv.Route{CIDR: "v1-" + r})
+	}
+	var main eventLog
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, main.handlers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var second eventLog
+	h := second.handlers()
+	onRoute := h.OnRoute
+	h.OnRoute = func(ev fleetkv.RouteEvent) {
+		onRoute(ev)
+		ev.Value.Tags = append(ev.Value.Tags, "mine") // its own copy
+	}
+	reg, err := w.AddHandlers(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reg.Synced() {
+		t.Error("a registration on a synced watcher is not synced when AddHandlers returns")
+	}
+	want := []string{"put r1 v1-r1 initial=true", "put r2 v1-r2 initial=true", "synced"}
+	if got := second.get(); !slices.Equal(got, want) {
+		t.Errorf("replay = %q, want %q", got, want)
+	}
+
+	rev, _ := b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "r1"}, fleetkv.Route{CIDR: "v2-r1"})
+	if err := w.WaitRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the second handlers got the change", func() bool { return len(second.get()) == 4 })
+	if got := second.get()[3]; got != "put r1 v2-r1 initial=false" {
+		t.Errorf("live event = %q", got)
+	}
+	if r, _ := w.RouteCache().Get(fleetkv.RouteKey{VPC: "a", RouteID: "r1"}); len(r.Tags) != 0 {
+		t.Errorf("a registration's handler changed the cache: %v", r.Tags)
+	}
+
+	reg.Remove()
+	rev, _ = b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "r3"}, fleetkv.Route{CIDR: "v1-r3"})
+	if err := w.WaitRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the watcher's own handlers got r3", func() bool {
+		return slices.Contains(main.get(), "put r3 v1-r3 initial=false")
+	})
+	if got := second.get(); len(got) != 4 {
+		t.Errorf("removed handlers got %q", got[4:])
+	}
+	if err := reg.WaitSynced(ctx); err != nil {
+		t.Errorf("WaitSynced of a synced, removed registration = %v", err)
+	}
+	if n := consumers(t, js); n != 1 {
+		t.Errorf("%d consumers, want 1", n)
+	}
+}
+
+// Handlers added before the watcher is synced get what is cached so far,
+// then the rest of the initial state, then OnSynced after the watcher's;
+// each key once. A panic in them goes to their OnError; one added from a
+// handler is replayed there.
+func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
+	ctx, js, b := openNetwork(t)
+	const routes = 50
+	for i := range routes {
+		b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: fmt.Sprintf("r%02d", i)}, fleetkv.Route{CIDR: "v1"})
+	}
+	hold := make(chan struct{})
+	first := make(chan struct{})
+	var once sync.Once
+	var main eventLog
+	h := main.handlers()
+	onRoute := h.OnRoute
+	h.OnRoute = func(ev fleetkv.RouteEvent) {
+		onRoute(ev)
+		once.Do(func() { close(first); <-hold }) // the initial state stops after one event
+	}
+	var fromHandler *kvwatch.Registration
+	var inner eventLog
+	var w *fleetkv.NetworkWatcher
+	ready := make(chan struct{})
+	h.OnSynced = func() {
+		main.add("synced")
+		<-ready
+		var err error
+		if fromHandler, err = w.AddHandlers(inner.handlers()); err != nil {
+			t.Errorf("AddHandlers from a handler: %v", err)
+		}
+	}
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	close(ready)
+	<-first
+
+	var early eventLog
+	var errs []error
+	eh := early.handlers()
+	onEarly := eh.OnRoute
+	eh.OnRoute = func(ev fleetkv.RouteEvent) {
+		onEarly(ev)
+		if ev.Key.RouteID == "r07" {
+			panic("boom")
+		}
+	}
+	eh.OnError = func(err error) { errs = append(errs, err) }
+	reg, err := w.AddHandlers(eh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Synced() {
+		t.Error("registered before the watcher's sync, it is synced at once")
+	}
+	close(hold)
+	if err := reg.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := early.get()
+	if got[len(got)-1] != "synced" || len(got) != routes+1 {
+		t.Fatalf("early registration got %d events, last %q; want %d then synced", len(got), got[len(got)-1], routes)
+	}
+	seen := map[string]bool{}
+	for _, e := range got[:routes] {
+		if seen[e] {
+			t.Errorf("event %q twice", e)
+		}
+		seen[e] = true
+	}
+	var he *kvwatch.HandlerError
+	if len(errs) != 1 || !errors.As(errs[0], &he) {
+		t.Errorf("the registration's OnError got %v, want one HandlerError", errs)
+	}
+	if fromHandler == nil || !fromHandler.Synced() || len(inner.get()) != routes+1 {
+		t.Errorf("registered from OnSynced: %d events", len(inner.get()))
+	}
+}
