@@ -23,6 +23,7 @@ func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
 	emitWatcher(f, b)
 	emitSetScopes(f, b)
 	emitAddHandlers(f, b)
+	emitEvents(f, b)
 	emitCheckpoint(f, b)
 	emitClient(f, b)
 	emitBucketConfig(f, b)

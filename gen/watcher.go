@@ -209,6 +209,25 @@ func emitAddHandlers(f *jen.File, b *schema.Bucket) {
 	f.Line()
 }
 
+// emitEvents writes the watcher's Events: its events as an iterator.
+func emitEvents(f *jen.File, b *schema.Bucket) {
+	n := b.Names
+	f.Comment(wrap("Events returns the watcher's events as an iterator, for a loop instead of handlers: " +
+		"every cached entry as an initial event, kvwatch.SyncedEvent once the watcher is synced, then each " +
+		"change, in the watcher's order; a type switch over the kinds' event types reads them. The watcher " +
+		"waits while the loop's body runs (nothing is buffered or lost); the loop ends when it breaks, " +
+		"when ctx ends or when the watch ends (see kvwatch.Watcher.Events)."))
+	var bindings []jen.Code
+	for _, k := range b.Kinds {
+		bindings = append(bindings, jen.Id("w").Dot(k.Names.BindingField))
+	}
+	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("Events").Params(jen.Id("ctx").Qual("context", "Context")).
+		Qual("iter", "Seq").Types(rt("AnyEvent")).Block(
+		jen.Return(jen.Id("w").Dot("Watcher").Dot("Events").Call(append([]jen.Code{jen.Id("ctx")}, bindings...)...)),
+	)
+	f.Line()
+}
+
 // emitSetScopes writes the typed SetScopes of the watcher.
 func emitSetScopes(f *jen.File, b *schema.Bucket) {
 	n := b.Names

@@ -133,7 +133,7 @@ func (l *loader) assignNames(s *Schema) {
 		handlers.fixed("OnSynced", "the synced handler", b.Pos)
 		handlers.fixed("OnError", "the error handler", b.Pos)
 		watcher := l.namespace("struct " + b.Names.Watcher)
-		for _, m := range []string{"Watcher", "SetScopes", "Checkpoint", "AddHandlers"} {
+		for _, m := range []string{"Watcher", "SetScopes", "Checkpoint", "AddHandlers", "Events"} {
 			watcher.fixed(m, "the watcher's "+m, b.Pos)
 		}
 		client := l.namespace("type " + b.Names.Client)

@@ -27,6 +27,7 @@ var localNames = []string{"_", "b", "cp", "ctx", "err", "fn", "h", "i", "js", "k
 var ownImports = []struct{ path, name string }{
 	{"context", "context"},
 	{"encoding/json", "json"},
+	{"iter", "iter"},
 	{"slices", "slices"},
 	{"strconv", "strconv"},
 	{"time", "time"},

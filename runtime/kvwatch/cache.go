@@ -2,6 +2,7 @@ package kvwatch
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -143,6 +144,48 @@ func (c *Cache[K, V]) In(scopes ScopeSet) ([]Entry[K, V], error) {
 	list := c.listLocked(func(_ K, key string) bool { return s.All || hasKeyPrefix(key, prefixes) })
 	c.st.mu.RUnlock()
 	return c.cloneAll(list), nil
+}
+
+// All returns an iterator over the entries in key order, as of when the
+// loop starts (the lock is held only to take the keys and references, in
+// one pass, as List does); each value is deep-copied when the loop
+// reaches it, so a loop that stops early copies only what it read. The
+// loop owns the values.
+func (c *Cache[K, V]) All() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		c.st.mu.RLock()
+		list := c.listLocked(nil)
+		c.st.mu.RUnlock()
+		c.yieldCopies(list, yield)
+	}
+}
+
+// AllIn is All for the entries under the given scope values, as In lists
+// them; the values are checked first (*ScopeError).
+func (c *Cache[K, V]) AllIn(scopes ScopeSet) (iter.Seq2[K, V], error) {
+	if c.scopes == nil {
+		return func(func(K, V) bool) {}, nil
+	}
+	s := scopes.KVWatchScopes()
+	prefixes, err := c.scopes.keyPrefixes(s)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(K, V) bool) {
+		c.st.mu.RLock()
+		list := c.listLocked(func(_ K, key string) bool { return s.All || hasKeyPrefix(key, prefixes) })
+		c.st.mu.RUnlock()
+		c.yieldCopies(list, yield)
+	}, nil
+}
+
+// yieldCopies yields the entries of list with their values deep-copied.
+func (c *Cache[K, V]) yieldCopies(list []Entry[K, V], yield func(K, V) bool) {
+	for _, e := range list {
+		if !yield(e.Key, c.kind.Copy(e.Value)) {
+			return
+		}
+	}
 }
 
 // hasKeyPrefix reports whether key is one of prefixes or lies under one

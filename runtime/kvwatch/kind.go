@@ -54,6 +54,7 @@ type AnyBinding interface {
 	cancelRelist()
 	endRelist(w *Watcher, revision uint64)
 	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
+	streamHandler(send func(AnyEvent)) AnyHandler
 }
 
 func (b *Binding[K, V]) kindName() string                            { return b.kind.Name }

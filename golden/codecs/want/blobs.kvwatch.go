@@ -8,6 +8,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
+	"iter"
 	"net/netip"
 	"slices"
 	"time"
@@ -438,6 +439,16 @@ func (w *BlobsWatcher) AddHandlers(h BlobsHandlers) (*kvwatch.Registration, erro
 		kvwatch.HandlerOf(w.bindAddr, h.OnAddr),
 		kvwatch.HandlerOf(w.bindRaw, h.OnRaw),
 	}, h.OnSynced, h.OnError)
+}
+
+// Events returns the watcher's events as an iterator, for a loop instead of
+// handlers: every cached entry as an initial event, kvwatch.SyncedEvent once
+// the watcher is synced, then each change, in the watcher's order; a type
+// switch over the kinds' event types reads them. The watcher waits while the
+// loop's body runs (nothing is buffered or lost); the loop ends when it
+// breaks, when ctx ends or when the watch ends (see kvwatch.Watcher.Events).
+func (w *BlobsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
+	return w.Watcher.Events(ctx, w.bindText, w.bindBlob, w.bindPrefix, w.bindStamp, w.bindAddr, w.bindRaw)
 }
 
 // BlobsCheckpoint is the state of a BlobsWatcher at one revision: every

@@ -7,6 +7,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
+	"iter"
 	"net/netip"
 	"net/url"
 	"time"
@@ -270,6 +271,16 @@ func (w *HostsWatcher) AddHandlers(h HostsHandlers) (*kvwatch.Registration, erro
 		kvwatch.HandlerOf(w.bindAddress, h.OnAddress),
 		kvwatch.HandlerOf(w.bindLink, h.OnLink),
 	}, h.OnSynced, h.OnError)
+}
+
+// Events returns the watcher's events as an iterator, for a loop instead of
+// handlers: every cached entry as an initial event, kvwatch.SyncedEvent once
+// the watcher is synced, then each change, in the watcher's order; a type
+// switch over the kinds' event types reads them. The watcher waits while the
+// loop's body runs (nothing is buffered or lost); the loop ends when it
+// breaks, when ctx ends or when the watch ends (see kvwatch.Watcher.Events).
+func (w *HostsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
+	return w.Watcher.Events(ctx, w.bindHost, w.bindAddress, w.bindLink)
 }
 
 // HostsCheckpoint is the state of a HostsWatcher at one revision: every

@@ -7,6 +7,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
+	"iter"
 	"time"
 )
 
@@ -155,6 +156,16 @@ func (w *XAmd64Watcher) AddHandlers(h XAmd64Handlers) (*kvwatch.Registration, er
 	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
 		kvwatch.HandlerOf(w.bindX, h.OnX),
 	}, h.OnSynced, h.OnError)
+}
+
+// Events returns the watcher's events as an iterator, for a loop instead of
+// handlers: every cached entry as an initial event, kvwatch.SyncedEvent once
+// the watcher is synced, then each change, in the watcher's order; a type
+// switch over the kinds' event types reads them. The watcher waits while the
+// loop's body runs (nothing is buffered or lost); the loop ends when it
+// breaks, when ctx ends or when the watch ends (see kvwatch.Watcher.Events).
+func (w *XAmd64Watcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
+	return w.Watcher.Events(ctx, w.bindX)
 }
 
 // XAmd64Checkpoint is the state of a XAmd64Watcher at one revision: every

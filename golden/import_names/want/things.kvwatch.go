@@ -13,6 +13,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
+	"iter"
 	"time"
 )
 
@@ -505,6 +506,16 @@ func (w *ThingsWatcher) AddHandlers(h ThingsHandlers) (*kvwatch.Registration, er
 		kvwatch.HandlerOf(w.bindKey, h.OnKey),
 		kvwatch.HandlerOf(w.bindHolder, h.OnHolder),
 	}, h.OnSynced, h.OnError)
+}
+
+// Events returns the watcher's events as an iterator, for a loop instead of
+// handlers: every cached entry as an initial event, kvwatch.SyncedEvent once
+// the watcher is synced, then each change, in the watcher's order; a type
+// switch over the kinds' event types reads them. The watcher waits while the
+// loop's body runs (nothing is buffered or lost); the loop ends when it
+// breaks, when ctx ends or when the watch ends (see kvwatch.Watcher.Events).
+func (w *ThingsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
+	return w.Watcher.Events(ctx, w.bindVs, w.bindCP, w.bindErr, w.bindW, w.bindAny, w.bindKey, w.bindHolder)
 }
 
 // ThingsCheckpoint is the state of a ThingsWatcher at one revision: every
