@@ -2,6 +2,10 @@ package kvwatch
 
 // Stats is a point-in-time snapshot of a watcher's counters.
 type Stats struct {
+	// Bucket is the name of the bucket watched, as Watcher.Bucket returns
+	// it: the schema's, or the one WithBucket gave (an edge's mirror may
+	// be named otherwise than its origin, see Mirror).
+	Bucket string
 	// Kinds holds the counters of each kind, by kind name.
 	Kinds map[string]KindStats
 	// Puts, Deletes and Purges are the sums over Kinds of the events
@@ -65,6 +69,7 @@ type KindStats struct {
 // goroutine, including handlers.
 func (w *Watcher) Stats() Stats {
 	s := Stats{
+		Bucket:         w.bucket,
 		Kinds:          make(map[string]KindStats, len(w.bindings)),
 		UnknownKeys:    w.stats.unknownKeys.Load(),
 		HandlerPanics:  w.stats.handlerPanics.Load(),
