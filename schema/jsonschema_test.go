@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,13 +28,14 @@ var shapeVerdicts = map[string]string{
 	"initialisms": "valid", "int_scopes": "valid", "keywords_as_params": "valid", "literal_keys": "valid",
 	"multi_bucket": "valid", "nested_scopes": "valid", "nested_types": "valid", "no_scopes": "valid",
 	"typed_params": "valid", "yaml_anchors": "valid", "file_names": "valid", "import_names": "valid",
-	"json_values": "valid", "bucket_config": "valid",
+	"json_values": "valid", "bucket_config": "valid", "indexes": "valid",
 
 	"bad_recovery": "invalid", // a bucket without bucket:, lower-case names
 
 	"bad_codecs": "invalid", "bad_fields": "invalid", "bad_header": "invalid", "bad_names": "invalid",
 	"bad_templates": "invalid", "bad_types": "invalid", "empty_file": "invalid", "missing_top_level": "invalid",
 	"wrong_shapes": "invalid", "bad_bucket_config": "invalid",
+	"bad_indexes": "invalid", // index name "byRack", unknown field "feild"
 
 	"bad_scopes":      "invalid",  // scope name "lower" is not an exported name
 	"duplicates":      "not YAML", // duplicate mapping keys: YAML decoders reject them too
@@ -41,6 +43,7 @@ var shapeVerdicts = map[string]string{
 	"scope_param_conflict": "valid-shape",
 
 	"yaml_syntax": "not YAML",
+	"yaml_tab":    "not YAML", // a tab in the indentation
 }
 
 func compileJSONSchema(t *testing.T) *jsonschema.Schema {
@@ -200,5 +203,82 @@ func TestBucketConfigErrorsAllAtOnce(t *testing.T) {
 	var list schema.ErrorList
 	if !errors.As(err, &list) || len(list) != 5 {
 		t.Fatalf("got %v, want 5 errors", err)
+	}
+}
+
+// Editors show a JSON Schema's messages and descriptions (the YAML
+// language server reads patternErrorMessage, errorMessage and
+// markdownDescription; editor_test.go runs it). Every pattern has a readable
+// message, so that no editor shows a raw regular expression, and every
+// main field a markdownDescription with its syntax and an example.
+func TestJSONSchemaEditorText(t *testing.T) {
+	src, err := os.ReadFile("kvwatch.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root map[string]any
+	if err := json.Unmarshal(src, &root); err != nil {
+		t.Fatal(err)
+	}
+	patterns := 0
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if p, ok := v["pattern"].(string); ok {
+				patterns++
+				msg, _ := v["patternErrorMessage"].(string)
+				switch {
+				case msg == "":
+					t.Errorf("%s: pattern %s has no patternErrorMessage", path, p)
+				case strings.Contains(msg, p) || strings.Contains(msg, "^"):
+					t.Errorf("%s: patternErrorMessage shows the pattern: %s", path, msg)
+				}
+			}
+			for k, c := range v {
+				walk(path+"/"+k, c)
+			}
+		case []any:
+			for i, c := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), c)
+			}
+		}
+	}
+	walk("#", root)
+	if patterns < 6 {
+		t.Errorf("%d patterns in kvwatch.schema.json, want at least 6 (package, names, bucket, template, type, duration)", patterns)
+	}
+	for _, path := range []string{
+		"properties/version", "properties/package", "properties/buckets", "properties/types",
+		"$defs/bucket/properties/bucket", "$defs/bucket/properties/name", "$defs/bucket/properties/keys",
+		"$defs/bucket/properties/scopes", "$defs/bucket/properties/config",
+		"$defs/key/properties/name", "$defs/key/properties/key", "$defs/key/properties/value", "$defs/key/properties/codec",
+		"$defs/scope/properties/name", "$defs/scope/properties/prefix",
+		"$defs/type/properties/fields",
+		"$defs/bucketConfig/properties/history", "$defs/bucketConfig/properties/ttl",
+		"$defs/bucketConfig/properties/max_value_size", "$defs/bucketConfig/properties/max_bytes",
+		"$defs/bucketConfig/properties/storage", "$defs/bucketConfig/properties/replicas",
+		"$defs/bucketConfig/properties/max_consumers", "$defs/bucketConfig/properties/limit_marker_ttl",
+		"$defs/bucketConfig/properties/atomic_batches", "$defs/bucketConfig/properties/description",
+	} {
+		var v any = root
+		for _, k := range strings.Split(path, "/") {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		m, _ := v.(map[string]any)
+		if m == nil {
+			t.Errorf("%s: not in kvwatch.schema.json", path)
+			continue
+		}
+		md, _ := m["markdownDescription"].(string)
+		if md == "" {
+			t.Errorf("%s: no markdownDescription", path)
+		} else if !strings.Contains(md, "`") {
+			t.Errorf("%s: markdownDescription has no example in code: %q", path, md)
+		}
+		if d, _ := m["description"].(string); d == "" {
+			t.Errorf("%s: no description (editors that do not read markdownDescription show it)", path)
+		}
 	}
 }
