@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,7 +99,7 @@ func TestCheckReportsEveryDifference(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	for _, want := range []string{"kvwatch.go: missing", "network.kvwatch.go: stale", "old.kvwatch.go: extra", "run: kvwatchgen -schema"} {
+	for _, want := range []string{"kvwatch.go: missing", "network.kvwatch.go: stale", "old.kvwatch.go: extra", "run: go tool kvwatchgen -schema"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -172,5 +173,144 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ := kvwatchgen(t, "-version")
 	if code != 0 || !strings.HasPrefix(stdout, "kvwatchgen ") || !strings.Contains(stdout, fmt.Sprintf("generated code API %d", gen.GenVersion)) {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+}
+
+// staleDemo generates the demo package into out (next to the schema when
+// out is ""), then makes network.kvwatch.go stale.
+func staleDemo(t *testing.T, schema, out string) {
+	t.Helper()
+	args := []string{"-schema", schema}
+	if out != "" {
+		args = append(args, "-out", out)
+	} else {
+		out = filepath.Dir(schema)
+	}
+	if code, _, stderr := kvwatchgen(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	path := filepath.Join(out, "network.kvwatch.go")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, strings.Replace(string(b), "package demo", "package demo\n// edited by hand", 1))
+}
+
+// lastLine returns the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// -check's suggestion is the command that regenerates the package as its
+// go:generate line does: go generate of the package, or that line's
+// command with the paths of this run. A line that runs kvwatchgen on
+// another schema, or into another folder, is not the way; without one,
+// the suggestion is go tool (the README's setup) or the installed
+// command.
+func TestCheckSuggestsGoGenerate(t *testing.T) {
+	const goTool = "go tool kvwatchgen -schema fleetkv/kvwatch.yaml (or, installed: kvwatchgen -schema fleetkv/kvwatch.yaml)"
+	for _, c := range []struct {
+		name     string
+		schema   string // where the schema is
+		genFile  string // the file holding line
+		line     string
+		out      string // -out given to -check, if any
+		wantHint string
+	}{
+		{name: "go tool", schema: "fleetkv/kvwatch.yaml", genFile: "fleetkv/generate.go",
+			line:     "//go:generate go tool kvwatchgen -schema kvwatch.yaml",
+			wantHint: "go generate ./fleetkv (or: go tool kvwatchgen -schema fleetkv/kvwatch.yaml)"},
+		{name: "go run, as the example", schema: "fleetkv/kvwatch.yaml", genFile: "fleetkv/generate.go",
+			line:     "//go:generate go run github.com/kvwatchgen/kvwatchgen/cmd/kvwatchgen -schema kvwatch.yaml",
+			wantHint: "go generate ./fleetkv (or: go run github.com/kvwatchgen/kvwatchgen/cmd/kvwatchgen -schema fleetkv/kvwatch.yaml)"},
+		{name: "default schema", schema: "fleetkv/kvwatch.yaml", genFile: "fleetkv/generate.go",
+			line:     "//go:generate go tool kvwatchgen",
+			wantHint: "go generate ./fleetkv (or: go tool kvwatchgen -schema fleetkv/kvwatch.yaml)"},
+		{name: "schema elsewhere", schema: "schema/kvwatch.yaml", genFile: "fleetkv/generate.go", out: "fleetkv",
+			line:     `//go:generate go tool kvwatchgen "-schema" ../schema/kvwatch.yaml -out=.`,
+			wantHint: "go generate ./fleetkv (or: go tool kvwatchgen -schema schema/kvwatch.yaml -out fleetkv)"},
+		{name: "line in the schema's folder", schema: "schema/kvwatch.yaml", genFile: "schema/generate.go", out: "fleetkv",
+			line:     "//go:generate go run ../cmd/kvwatchgen -out ../fleetkv",
+			wantHint: "go generate ./schema"},
+		{name: "another schema", schema: "fleetkv/kvwatch.yaml", genFile: "fleetkv/generate.go",
+			line:     "//go:generate go tool kvwatchgen -schema other.yaml",
+			wantHint: goTool},
+		{name: "another folder", schema: "fleetkv/kvwatch.yaml", genFile: "fleetkv/generate.go",
+			line:     "//go:generate go tool kvwatchgen -out ../elsewhere",
+			wantHint: goTool},
+		{name: "no line", schema: "fleetkv/kvwatch.yaml", genFile: "fleetkv/generate.go",
+			line:     "//go:generate stringer -type T",
+			wantHint: goTool},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			for _, d := range []string{"fleetkv", filepath.Dir(c.schema)} {
+				os.MkdirAll(d, 0o755)
+			}
+			schema := filepath.FromSlash(c.schema)
+			writeFile(t, schema, schemaText)
+			writeFile(t, filepath.FromSlash(c.genFile), "// Package demo is a demo.\npackage demo\n\n"+c.line+"\n")
+			out := filepath.FromSlash(c.out)
+			staleDemo(t, schema, out)
+			args := []string{"-check", "-schema", schema}
+			if out != "" {
+				args = append(args, "-out", out)
+			}
+			code, _, stderr := kvwatchgen(t, args...)
+			want := fmt.Sprintf("kvwatchgen: %s is not up to date with %s; run: %s", cmp.Or(out, filepath.Dir(schema)), schema, c.wantHint)
+			if code != 1 || lastLine(stderr) != want {
+				t.Fatalf("exit %d, stderr:\n%s\nwant the last line\n%s", code, stderr, want)
+			}
+		})
+	}
+}
+
+// -diff prints, for each stale file, a unified diff from the file on disk
+// to what would be generated; it writes nothing and exits as -check does.
+func TestDiff(t *testing.T) {
+	dir, schema := newSchema(t)
+	staleDemo(t, schema, "")
+	os.Remove(filepath.Join(dir, "kvwatch.go"))
+	path := filepath.Join(dir, "network.kvwatch.go")
+	code, stdout, stderr := kvwatchgen(t, "-check", "-diff", "-schema", schema)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, stderr)
+	}
+	want := "--- " + path + "\t(on disk)\n+++ " + path + "\t(generated)\n@@ -1,7 +1,6 @@\n" +
+		" // Code generated by kvwatchgen. DO NOT EDIT.\n \n package demo\n-// edited by hand\n \n import (\n \t\"context\"\n"
+	if !strings.HasPrefix(stdout, want) {
+		t.Errorf("stdout:\n%s\nwant it to start with\n%s", stdout, want)
+	}
+	if strings.Count(stdout, "\n@@ ") != 1 || strings.Count(stdout, "\n+++ ") != 1 {
+		t.Errorf("stdout has more than the one hunk of network.kvwatch.go:\n%s", stdout)
+	}
+	for _, want := range []string{"kvwatch.go: missing", "network.kvwatch.go: stale", "is not up to date"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kvwatch.go")); err == nil {
+		t.Error("-diff wrote a file")
+	}
+
+	// -diff alone checks as -check does.
+	if code2, stdout2, _ := kvwatchgen(t, "-diff", "-schema", schema); code2 != 1 || stdout2 != stdout {
+		t.Errorf("-diff without -check: exit %d, stdout:\n%s\nwant 1 and the same diff", code2, stdout2)
+	}
+	// Up to date: no diff, exit 0.
+	kvwatchgen(t, "-schema", schema)
+	if code, stdout, stderr := kvwatchgen(t, "-check", "-diff", "-schema", schema); code != 0 || stdout != "" || stderr != "" {
+		t.Errorf("up to date: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+}
+
+func TestUsageDocumentsDiff(t *testing.T) {
+	_, _, stderr := kvwatchgen(t, "-h")
+	for _, want := range []string{"[-check [-diff]]", "-diff", "unified diff"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("usage lacks %q:\n%s", want, stderr)
+		}
 	}
 }

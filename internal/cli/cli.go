@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 
 	"github.com/kvwatchgen/kvwatchgen/gen"
 	"github.com/kvwatchgen/kvwatchgen/schema"
@@ -22,10 +24,13 @@ const (
 	ExitUsage = 2 // bad flags or arguments
 )
 
-const usage = `usage: kvwatchgen [-schema FILE] [-out DIR] [-check] [-v]
+const usage = `usage: kvwatchgen [-schema FILE] [-out DIR] [-check [-diff]] [-v]
        kvwatchgen -version
 
-Generates typed NATS KV watchers from a kvwatchgen schema.
+Generates typed NATS KV watchers from a kvwatchgen schema. With -check it
+writes nothing and exits 1 when the generated files are missing, stale or
+extra; -diff adds, on stdout, a unified diff of each stale file from the
+file on disk (---) to what would be generated (+++).
 
 `
 
@@ -41,6 +46,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	schemaPath := fs.String("schema", "kvwatch.yaml", "schema `file`")
 	out := fs.String("out", "", "output `folder` (default: the schema's folder)")
 	check := fs.Bool("check", false, "write nothing; exit 1 and list missing, stale and extra generated files")
+	diff := fs.Bool("diff", false, "implies -check; also print a unified diff of each stale file (on disk -> generated) to stdout")
 	verbose := fs.Bool("v", false, "list the files written and removed")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -78,8 +84,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
 		return ExitError
 	}
-	if *check {
-		return runCheck(dir, *schemaPath, files, stderr)
+	if *check || *diff {
+		return runCheck(dir, *schemaPath, files, *diff, stdout, stderr)
 	}
 	written, removed, err := gen.Write(dir, files)
 	if err != nil {
@@ -97,8 +103,11 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
-// runCheck reports how dir differs from the generated files.
-func runCheck(dir, schemaPath string, files []gen.File, stderr io.Writer) int {
+// runCheck reports how dir differs from the generated files on stderr,
+// with the command that regenerates them, and with diff, a unified diff
+// of each stale file on stdout. It returns ExitOK when there is no
+// difference, ExitError otherwise.
+func runCheck(dir, schemaPath string, files []gen.File, diff bool, stdout, stderr io.Writer) int {
 	problems, err := gen.Check(dir, files)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
@@ -110,8 +119,37 @@ func runCheck(dir, schemaPath string, files []gen.File, stderr io.Writer) int {
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "%s\n", filepath.Join(dir, p.String()))
 	}
-	fmt.Fprintf(stderr, "kvwatchgen: %s is not up to date with %s; run: kvwatchgen -schema %s -out %s\n", dir, schemaPath, schemaPath, dir)
+	if diff {
+		if err := writeDiffs(stdout, dir, files, problems); err != nil {
+			fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
+			return ExitError
+		}
+	}
+	fmt.Fprintf(stderr, "kvwatchgen: %s is not up to date with %s; run: %s\n", dir, schemaPath, regenerateHint(dir, schemaPath))
 	return ExitError
+}
+
+// writeDiffs writes the unified diff of every stale file among problems,
+// from the file in dir to its generated content.
+func writeDiffs(w io.Writer, dir string, files []gen.File, problems []gen.Problem) error {
+	for _, p := range problems {
+		if p.Kind != "stale" {
+			continue
+		}
+		i := slices.IndexFunc(files, func(f gen.File) bool { return f.Name == p.File })
+		if i < 0 {
+			continue
+		}
+		path := filepath.Join(dir, p.File)
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, unifiedDiff(path+"\t(on disk)", path+"\t(generated)", old, files[i].Content)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // moduleVersion returns the version of the kvwatchgen module this binary
