@@ -68,7 +68,8 @@ func TestScenariosSmoke(t *testing.T) {
 		"generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key", "failover_seconds_kvwatch",
 		"failover_seconds_meta_leader_loss_max", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
 		"fleet_hub_subscriptions_isolated",
-		"modify_updates_per_second_w1", "modify_updates_per_second_w16"} {
+		"modify_updates_per_second_w1", "modify_updates_per_second_w16",
+		"restart_to_synced_seconds_checkpoint_file", "restart_to_synced_seconds_full_read"} {
 		if v, ok := names[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
 		}

@@ -174,7 +174,7 @@ const atomicPublishDisabled = 10174
 func putPrefix(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (string, error) {
 	stream, err := js.Stream(ctx, "KV_"+kv.Bucket())
 	if err != nil {
-		return "", fmt.Errorf("kvwatch: batch: bucket %s: %w", kv.Bucket(), err)
+		return "", fmt.Errorf("kvwatch: batch: bucket %s: %w", kv.Bucket(), noJetStream(js, err))
 	}
 	pre := "$KV." + kv.Bucket() + "."
 	if api := directget.APIPrefix(js); api != "$JS.API." {

@@ -120,6 +120,7 @@ func CreateOrUpdateBucket(ctx context.Context, js jetstream.JetStream, spec *kvw
 		return nil, fmt.Errorf("kvwatch: bucket %s: %w", name, err)
 	}
 	cur, err := streamConfig(ctx, js, name)
+	err = noJetStream(js, err)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Create with nats.go's stream settings for a KV bucket, then set
 		// what KeyValueConfig cannot hold (MaxConsumers) as an update. A

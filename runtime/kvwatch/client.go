@@ -161,7 +161,7 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.B
 		return nil, fmt.Errorf("%w: %s", ErrBucketNotFound, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kvwatch: opening bucket %s: %w", name, err)
+		return nil, fmt.Errorf("kvwatch: opening bucket %s: %w", name, noJetStream(js, err))
 	}
 	return kv, nil
 }

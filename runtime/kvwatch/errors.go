@@ -58,6 +58,43 @@ func (w *Watcher) consumerErr(err error) error {
 	return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.bucket, err)
 }
 
+// noJetStream explains err, the error of the first JetStream request of
+// a watcher (Start), a bucket handle (OpenBucket) or a read without a
+// consumer, when nothing answered it: the server runs without JetStream,
+// or without it for this account, or (with a JetStream domain or API
+// prefix) nothing serves that domain or prefix from here. nats.go reports
+// that as nats.ErrNoResponders, which names neither JetStream nor a fix.
+// The result matches both nats.ErrNoResponders and
+// jetstream.ErrJetStreamNotEnabled (errors.Is), as nats.go's own
+// AccountInfo maps it. Any other error is returned as it is. Later
+// requests are not mapped: no responders there is a server or a leaf
+// connection going away for a while, and is retried.
+func noJetStream(js jetstream.JetStream, err error) error {
+	if !errors.Is(err, nats.ErrNoResponders) {
+		return err
+	}
+	text := "JetStream not enabled on the server (or not for this account)"
+	if o := js.Options(); o.Domain != "" {
+		text += fmt.Sprintf(", or JetStream domain %q not reachable from this server", o.Domain)
+	} else if o.APIPrefix != "" {
+		text += fmt.Sprintf(", or nothing serving JetStream API prefix %q", o.APIPrefix)
+	}
+	return &noJetStreamError{text: text, err: err}
+}
+
+// noJetStreamError is a first JetStream request that nothing answered.
+type noJetStreamError struct {
+	text string // what it means
+	err  error  // nats.ErrNoResponders, as wrapped by nats.go
+}
+
+func (e *noJetStreamError) Error() string { return e.text + ": " + e.err.Error() }
+
+// Unwrap returns the request's error and jetstream.ErrJetStreamNotEnabled.
+func (e *noJetStreamError) Unwrap() []error {
+	return []error{e.err, jetstream.ErrJetStreamNotEnabled}
+}
+
 // permissionError returns a terminal error when the connection's last
 // error is a permissions violation on a subject of this watcher's stream
 // that happened since the watcher started. The server answers such a

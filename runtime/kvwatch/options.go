@@ -20,6 +20,7 @@ type config struct {
 	resume            *Checkpoint
 	bucket            string
 	mirrorStaleAfter  time.Duration
+	checkpointFile    *checkpointFile // WithCheckpointFile (checkpointfile.go)
 	// onSyncPoint, for tests, receives a checkpoint at every sync point
 	// (export_test.go).
 	onSyncPoint func(Checkpoint)
@@ -42,7 +43,8 @@ func OnSynced(f func()) Option { return func(c *config) { c.onSynced = f } }
 
 // OnError sets a function called, from the event goroutine, for every
 // entry the watcher skips (*DataError, *UnknownKeyError), every recovered
-// handler panic (*HandlerError) and the terminal error if the watch ends
+// handler panic (*HandlerError), a checkpoint file it cannot load
+// (*CheckpointFileError) and the terminal error if the watch ends
 // on its own. It must not block for long: events wait behind it.
 func OnError(f func(error)) Option { return func(c *config) { c.onError = f } }
 

@@ -62,7 +62,7 @@ func openReader(ctx context.Context, js jetstream.JetStream, bucket string) (*bu
 		return nil, fmt.Errorf("%w: %s", ErrBucketNotFound, bucket)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kvwatch: bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("kvwatch: bucket %s: %w", bucket, noJetStream(js, err))
 	}
 	r := &bucketReader{js: js, bucket: bucket, stream: stream, info: stream.CachedInfo(), prefix: "$KV." + bucket + "."}
 	if m := r.info.Config.Mirror; m != nil {

@@ -17,6 +17,7 @@ func (w *Watcher) run() {
 	defer w.bg.Wait() // before done: Stop returns once every goroutine has exited
 	defer w.cancel()  // a watch that ended on its own ends its other goroutines too
 	w.eventGoroutine.Store(goroutineID())
+	w.reportCheckpointFile() // a checkpoint file Start ignored, to OnError before any event
 	err := w.watch()
 	if err != nil && w.ctx.Err() == nil {
 		w.setErr(err)

@@ -157,7 +157,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 	}
 	stream, err := js.Stream(ctx, w.stream)
 	if err != nil {
-		return nil, w.streamErr(err)
+		return nil, w.streamErr(noJetStream(js, err))
 	}
 	w.startStream = stream
 	w.learnStream(stream.CachedInfo())
@@ -168,6 +168,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 	for _, b := range bindings {
 		b.attach(w)
 	}
+	w.loadCheckpointFile() // a valid file is the checkpoint restore resumes from
 	if err := w.restore(); err != nil {
 		return nil, err
 	}
@@ -176,6 +177,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 	if w.mirror.snapshot() != nil && w.cfg.mirrorStaleAfter > 0 {
 		w.bg.Go(w.watchMirror)
 	}
+	w.startCheckpointSaver()
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: start",
 		slog.String("bucket", w.bucket), slog.String("subjects", w.subjectPrefix+">"), slog.Int("filters", len(w.filters)))
 	go w.run()
