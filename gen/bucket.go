@@ -35,8 +35,8 @@ func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
 func emitKey(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 	n := k.Names
 	t := k.Template
-	f.Comment(wrap(fmt.Sprintf("%s is the key of a %s entry of bucket %s: %q. Its fields are key tokens: "+
-		"non-empty, of the characters [-/_=A-Za-z0-9].", n.Key, k.GoName, b.Name, t.Raw)))
+	f.Comment(wrap(fmt.Sprintf("%s is the key of %s %s entry of bucket %s: %q. Its fields are key tokens: "+
+		"non-empty, of the characters [-/_=A-Za-z0-9].", n.Key, article(k.GoName), k.GoName, b.Name, t.Raw)))
 	f.Type().Id(n.Key).StructFunc(func(g *jen.Group) {
 		for _, p := range t.Params {
 			g.Id(p.GoName).Add(paramType(p)).Comment("{" + p.Name + "}")
@@ -150,7 +150,7 @@ func keyConcat(t *schema.Template) jen.Code {
 func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 	n := k.Names
 	value := goType(k.Value)
-	doc := fmt.Sprintf("%s is a change of a %s entry (see kvwatch.Event for ordering and ownership).", n.Event, k.GoName)
+	doc := fmt.Sprintf("%s is a change of %s %s entry (see kvwatch.Event for ordering and ownership).", n.Event, article(k.GoName), k.GoName)
 	if k.Doc != "" {
 		doc += "\n\n" + k.GoName + " entries: " + k.Doc
 	}
@@ -168,6 +168,17 @@ func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 	}
 	if clone := kindClone(k); clone != nil {
 		fields = append(fields, field{"Clone", clone})
+	}
+	if len(k.Indexes) > 0 {
+		var items []jen.Code
+		for _, ix := range k.Indexes {
+			items = append(items, keyed(
+				field{"Name", jen.Lit(ix.Name)},
+				field{"Value", jen.Func().Params(jen.Id("v").Add(value)).Any().Block(jen.Return(jen.Id("v").Dot(ix.Field.GoName)))},
+			))
+		}
+		fields = append(fields, field{"Indexes", jen.Index().Add(rt("Index")).Types(value).Custom(
+			jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, items...)})
 	}
 	f.Var().Id(n.KindVar).Op("=").Add(rt("Kind")).Types(jen.Id(n.Key), value).Add(keyed(fields...))
 	f.Line()

@@ -12,9 +12,9 @@ import (
 // watcher from it.
 func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 	n := b.Names
-	f.Comment(wrap(fmt.Sprintf("%s is the state of a %s at one revision: every cached entry, and the "+
+	f.Comment(wrap(fmt.Sprintf("%s is the state of %s %s at one revision: every cached entry, and the "+
 		"revision and filters they are exact at. It encodes to JSON; persist it, and start a later "+
-		"watcher with its Resume option to receive only what changed since.", n.Checkpoint, n.Watcher)))
+		"watcher with its Resume option to receive only what changed since.", n.Checkpoint, article(n.Watcher), n.Watcher)))
 	f.Type().Id(n.Checkpoint).StructFunc(func(g *jen.Group) {
 		g.Comment("Revision is the last revision applied.")
 		g.Id("Revision").Uint64()
@@ -48,9 +48,9 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 	})
 	f.Line()
 
-	f.Comment(wrap(fmt.Sprintf("Resume is the option that starts a %s from cp: its caches are filled "+
+	f.Comment(wrap(fmt.Sprintf("Resume is the option that starts %s %s from cp: its caches are filled "+
 		"with cp's entries and only what changed after cp.Revision is delivered (see kvwatch.Resume "+
-		"for when it re-lists instead). The watcher takes ownership of cp's entries.", n.Watcher)))
+		"for when it re-lists instead). The watcher takes ownership of cp's entries.", article(n.Watcher), n.Watcher)))
 	f.Func().Params(jen.Id("cp").Id(n.Checkpoint)).Id("Resume").Params().Add(rt("Option")).BlockFunc(func(g *jen.Group) {
 		g.Id("state").Op(":=").Add(rt("Checkpoint")).Add(keyed(
 			field{"Revision", jen.Id("cp").Dot("Revision")},

@@ -106,7 +106,7 @@ var implNames = map[string]bool{
 	"Codec": true, "JSON": true, "String": true, "Bytes": true, "Text": true, "Binary": true,
 	"JSONReader": true, "JSONInt": true, "JSONUint": true, "JSONSlice": true, "JSONMap": true, "JSONValue": true,
 	"CloneJSON": true, "CloneMap": true, "CloneSlice": true, "CodecClone": true,
-	"ParseIntParam": true, "ParseUintParam": true, "MustTemplate": true,
+	"ParseIntParam": true, "ParseUintParam": true, "MustTemplate": true, "Index": true,
 	"GeneratedCodeTooOld_Regenerate": true, "RuntimeTooOld_UpgradeModule": true, "MinVersion": true, "MaxVersion": true,
 }
 

@@ -26,12 +26,12 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 		f.Line()
 	}
 
-	f.Comment(wrap(fmt.Sprintf("%s selects what a %s watches: every entry under any of the listed "+
+	f.Comment(wrap(fmt.Sprintf("%s selects what %s %s watches: every entry under any of the listed "+
 		"scope values (a key equal to a scope prefix included). Overlapping values are fine: each "+
 		"change is still delivered once. The zero value watches nothing, never the whole bucket; "+
 		"set All for that. Values are checked before anything is sent: a value that is empty or "+
 		"holds '.', '*', '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a "+
-		"*kvwatch.ScopeError.", n.Scopes, n.Watcher)))
+		"*kvwatch.ScopeError.", n.Scopes, article(n.Watcher), n.Watcher)))
 	f.Type().Id(n.Scopes).StructFunc(func(g *jen.Group) {
 		g.Comment("All watches every entry of the bucket.")
 		g.Id("All").Bool()
@@ -99,14 +99,14 @@ func scopeFieldDoc(s *schema.Scope) string {
 // emitHandlers writes the handlers struct.
 func emitHandlers(f *jen.File, b *schema.Bucket) {
 	n := b.Names
-	f.Comment(wrap(fmt.Sprintf("%s receives the events of a %s; every field is optional. All handlers "+
+	f.Comment(wrap(fmt.Sprintf("%s receives the events of %s %s; every field is optional. All handlers "+
 		"run on the watcher's one event goroutine, one call at a time: first the initial state "+
 		"(events flagged Initial), then OnSynced, then live changes in stream order across all kinds. "+
 		"The cache already holds a change when its handler runs. A handler that blocks delays every "+
 		"later event (the consumer stops pulling; nothing is lost); one that panics is reported to "+
 		"OnError and the watch goes on. A handler may call the watcher's methods: SetScopes returns once "+
 		"the change is queued, Stop at once (no handler runs after it), WaitSynced before sync "+
-		"with kvwatch.ErrInHandler.", n.Handlers, n.Watcher)))
+		"with kvwatch.ErrInHandler.", n.Handlers, article(n.Watcher), n.Watcher)))
 	f.Type().Id(n.Handlers).StructFunc(func(g *jen.Group) {
 		for _, k := range b.Kinds {
 			g.Comment(fmt.Sprintf("%s receives changes of %s entries.", k.Names.Handler, k.GoName))
@@ -142,12 +142,21 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 	})
 	f.Line()
 	for _, k := range b.Kinds {
-		f.Comment(wrap(fmt.Sprintf("%s returns the read-only cache of the %s entries in the watcher's "+
-			"scopes: exact once the watcher is synced, updated before each handler call.", k.Names.Cache, k.GoName)))
-		f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().
-			Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value)).
-			Block(jen.Return(jen.Id("w").Dot(k.Names.BindingField).Dot("Cache").Call()))
+		doc := fmt.Sprintf("%s returns the read-only cache of the %s entries in the watcher's "+
+			"scopes: exact once the watcher is synced, updated before each handler call.", k.Names.Cache, k.GoName)
+		cache := jen.Id("w").Dot(k.Names.BindingField).Dot("Cache").Call()
+		if k.Names.CacheType == "" {
+			f.Comment(wrap(doc))
+			f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().
+				Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value)).
+				Block(jen.Return(cache))
+		} else {
+			f.Comment(wrap(doc + " Its indexes are kept up to date with every change."))
+			f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().Id(k.Names.CacheType).
+				Block(jen.Return(jen.Id(k.Names.CacheType).Values(cache)))
+		}
 		f.Line()
+		emitIndexedCache(f, k)
 	}
 
 	f.Comment(wrap(fmt.Sprintf("%s starts watching bucket %s within scopes and returns once the bucket "+
@@ -248,3 +257,25 @@ func emitSetScopes(f *jen.File, b *schema.Bucket) {
 // function: "bind" and the kind's Go name, which no parameter of the
 // function (ctx, js, scopes, h, opts) or result (w, err) can equal.
 func bindingVar(k *schema.Kind) string { return "bind" + k.GoName }
+
+// emitIndexedCache writes the cache type of a kind that declares indexes:
+// the runtime's cache with a typed lookup per index.
+func emitIndexedCache(f *jen.File, k *schema.Kind) {
+	kn := k.Names
+	if kn.CacheType == "" {
+		return
+	}
+	value := goType(k.Value)
+	entries := jen.Index().Add(rt("Entry")).Types(jen.Id(kn.Key), value)
+	f.Comment(wrap(fmt.Sprintf("%s is the cache of %s entries (kvwatch.Cache, whose methods it has) with "+
+		"the indexes the schema declares: each lookup reads only the entries it returns.", kn.CacheType, k.GoName)))
+	f.Type().Id(kn.CacheType).Struct(jen.Op("*").Add(rt("Cache")).Types(jen.Id(kn.Key), value))
+	f.Line()
+	for _, ix := range k.Indexes {
+		f.Comment(wrap(fmt.Sprintf("%s returns (copies of) the cached %s entries whose %s is v, sorted by key.",
+			ix.Name, k.GoName, ix.Field.JSONName)))
+		f.Func().Params(jen.Id("c").Id(kn.CacheType)).Id(ix.Name).Params(jen.Id("v").Add(goType(ix.Field.Type))).Add(entries).
+			Block(jen.Return(jen.Id("c").Dot("Cache").Dot("ByIndex").Call(jen.Lit(ix.Name), jen.Id("v"))))
+		f.Line()
+	}
+}

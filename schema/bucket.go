@@ -10,7 +10,7 @@ import (
 
 var (
 	bucketFields = []string{"bucket", "name", "doc", "keys", "scopes", "config"}
-	keyFields    = []string{"name", "key", "value", "codec", "doc"}
+	keyFields    = []string{"name", "key", "value", "codec", "indexes", "doc"}
 	scopeFields  = []string{"name", "prefix"}
 	codecs       = []string{string(CodecJSON), string(CodecString), string(CodecBytes), string(CodecText), string(CodecBinary)}
 	bucketName   = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -174,6 +174,9 @@ func (l *loader) kinds(b *Bucket, n *yaml.Node) (valid []*Kind, keyed keyTemplat
 				l.checkCodec(k, pos(n))
 			}
 			ok = ok && k.Value != nil
+		}
+		if n := f["indexes"]; n != nil {
+			k.Indexes = l.indexes(k, n)
 		}
 		if k.Template != nil {
 			keyed.kinds = append(keyed.kinds, k)

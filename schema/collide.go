@@ -165,6 +165,17 @@ func (l *loader) assignNames(s *Schema) {
 				&k.Names.Delete, &k.Names.Purge, &k.Names.History, &k.Names.List, &k.Names.Keys, &k.Names.Modify} {
 				*m = client.claim(*m, kwhat, k.Pos)
 			}
+			if len(k.Indexes) > 0 {
+				k.Names.CacheType = n + "Cache"
+				pkg.add(k.Names.CacheType, kwhat, k.Pos)
+				cache := l.namespace("type " + k.Names.CacheType)
+				for _, m := range []string{"Cache", "Get", "GetItem", "Len", "List", "ListFunc", "In", "All", "AllIn", "ByIndex"} {
+					cache.fixed(m, "the cache's "+m, k.Pos)
+				}
+				for _, ix := range k.Indexes {
+					ix.Name = cache.claim(ix.Name, fmt.Sprintf("index %s", ix.Name), ix.Pos)
+				}
+			}
 			key := l.namespace("struct " + k.Names.Key)
 			key.fixed("String", "its String method", k.Pos)
 			for _, p := range k.Template.Params {

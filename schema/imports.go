@@ -19,7 +19,7 @@ import (
 // receivers, parameters and variables. bindRoute, bindVPCConfig, ... are
 // declared too ("bind" and a kind's Go name: one binding per kind; see
 // IsLocalName).
-var localNames = []string{"_", "b", "cp", "ctx", "err", "fn", "h", "i", "js", "k", "key", "kv", "opts", "out", "p", "r", "revision", "s", "scopes", "seen", "state", "t", "v", "w"}
+var localNames = []string{"_", "b", "c", "cp", "ctx", "err", "fn", "h", "i", "js", "k", "key", "kv", "opts", "out", "p", "r", "revision", "s", "scopes", "seen", "state", "t", "v", "w"}
 
 // ownImports are the packages generated code imports itself. An external
 // type of one of these paths keeps the package's name; no other package

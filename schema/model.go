@@ -70,6 +70,7 @@ type Kind struct {
 	Template *Template
 	Value    *TypeRef
 	Codec    Codec
+	Indexes  []*Index // on its cache, in the order written
 	Names    KindNames
 	Pos      Pos
 }
@@ -81,6 +82,10 @@ type KindNames struct {
 	Event   string // RouteEvent
 	Handler string // OnRoute: field of the bucket's Handlers
 	Cache   string // RouteCache: method of the bucket's Watcher
+	// CacheType is RouteCache, the type of the cache with the kind's
+	// indexes as methods; "" when the kind declares none (the method then
+	// returns *kvwatch.Cache).
+	CacheType string
 	// BindingField is the unexported field of the bucket's Watcher
 	// holding the kind's binding, its cache and handlers (bindRoute).
 	BindingField string

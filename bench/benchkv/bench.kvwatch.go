@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// ItemKey is the key of a Item entry of bucket bench: "p.{p}.item.{id}". Its
+// ItemKey is the key of an Item entry of bucket bench: "p.{p}.item.{id}". Its
 // fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type ItemKey struct {
 	P  string // {p}
@@ -41,7 +41,7 @@ func ParseItemKey(key string) (ItemKey, error) {
 // kvwBenchItemTemplate is the compiled key template of Item entries.
 var kvwBenchItemTemplate = kvwatchimpl.MustTemplate("p.{p}.item.{id}")
 
-// ItemEvent is a change of a Item entry (see kvwatch.Event for ordering and
+// ItemEvent is a change of an Item entry (see kvwatch.Event for ordering and
 // ownership).
 //
 // Item entries: One config item under a prefix (a tenant, a VPC).

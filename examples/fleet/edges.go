@@ -68,7 +68,7 @@ func startEdgeNodes(ctx context.Context, topo *topology, hub jetstream.JetStream
 			f.stop()
 			return nil, fmt.Errorf("node on edge%d: %w", i+1, err)
 		}
-		fmt.Fprintf(out, "a node on edge%d watches amber, violet (%d routes cached)\n", i+1, w.RouteCache().Len())
+		fmt.Fprintf(out, "a node on edge%d watches amber, violet (%s cached)\n", i+1, count(w.RouteCache().Len(), "route"))
 	}
 	return f, nil
 }

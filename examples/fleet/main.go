@@ -113,8 +113,8 @@ func run(serverURL string, edges int, out io.Writer) error {
 	if err := w.WaitSynced(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "synced: %d VPC configs, %d routes, %d firewall rules in the cache\n\n",
-		w.VPCConfigCache().Len(), w.RouteCache().Len(), w.FirewallRuleCache().Len())
+	fmt.Fprintf(out, "synced: %s, %s, %s in the cache\n\n", count(w.VPCConfigCache().Len(), "VPC config"),
+		count(w.RouteCache().Len(), "route"), count(w.FirewallRuleCache().Len(), "firewall rule"))
 	if m := w.Stats().Mirror; m != nil {
 		fmt.Fprintf(out, "the watched stream is a mirror of %s, reached through %s; stale: %v\n\n", m.Origin, m.External, m.Stale)
 	}
@@ -129,8 +129,8 @@ func run(serverURL string, edges int, out io.Writer) error {
 		return err
 	}
 	s := w.Stats()
-	fmt.Fprintf(out, "\nstats: %d puts, %d deletes, %d skipped (bad value or unknown key); nothing from amber or violet\n",
-		s.Puts, s.Deletes, s.DataErrors+s.UnknownKeys)
+	fmt.Fprintf(out, "\nstats: %s, %s, %d skipped (bad value or unknown key); nothing from amber or violet\n",
+		count(s.Puts, "put"), count(s.Deletes, "delete"), s.DataErrors+s.UnknownKeys)
 	if fleet != nil {
 		if err := readYourWrites(ctx, topo.edges[0], w, p, out); err != nil {
 			return err
@@ -143,8 +143,8 @@ func run(serverURL string, edges int, out io.Writer) error {
 	if err := w.SetScopes(ctx, fleetkv.NetworkScopes{VPC: []string{"blue", "green", "amber"}}); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "cache: %d VPC configs, %d routes, %d firewall rules\n\n",
-		w.VPCConfigCache().Len(), w.RouteCache().Len(), w.FirewallRuleCache().Len())
+	fmt.Fprintf(out, "cache: %s, %s, %s\n\n", count(w.VPCConfigCache().Len(), "VPC config"),
+		count(w.RouteCache().Len(), "route"), count(w.FirewallRuleCache().Len(), "firewall rule"))
 	return printConsumers(ctx, out, js, fleet)
 }
 

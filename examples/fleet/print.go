@@ -102,3 +102,12 @@ func (p *printer) waitFor(ctx context.Context, revision uint64) error {
 		}
 	}
 }
+
+// count writes n with noun, in the plural unless n is 1: "1 delete",
+// "2 deletes".
+func count[N int | uint64](n N, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -64,15 +64,29 @@ func BenchmarkTemplateSplit(b *testing.B) {
 // BenchmarkApply is one live event through a watcher: key parse, JSON
 // decode of a ~200-byte value, cache update (with its copy) and the
 // handler call.
-func BenchmarkApply(b *testing.B) {
+func BenchmarkApply(b *testing.B) { benchApply(b, &benchKind) }
+
+// BenchmarkApplyIndexed is BenchmarkApply on a kind whose cache has an
+// index (by Owner, one of 100 owners, changing with every update): the
+// difference is what an index costs per update.
+func BenchmarkApplyIndexed(b *testing.B) {
+	kind := benchKind
+	kind.Indexes = []kvwatchimpl.Index[benchValue]{{Name: "ByOwner", Value: func(v benchValue) any { return v.Owner }}}
+	benchApply(b, &kind)
+}
+
+func benchApply(b *testing.B, kind *kvwatchimpl.Kind[benchKey, benchValue]) {
 	w := &Watcher{cfg: defaultConfig()}
 	w.disp = dispatcher{cfg: &w.cfg, stats: &w.stats}
 	var seen int
-	binding := Bind(&benchKind, func(ev Event[benchKey, benchValue]) { seen += ev.Value.Metric })
+	binding := Bind(kind, func(ev Event[benchKey, benchValue]) { seen += ev.Value.Metric })
 	binding.attach(w)
 	w.bindings, w.templates = []AnyBinding{binding}, []*kvwatchimpl.Template{benchTemplate}
-	value, _ := json.Marshal(benchValue{Name: "item-1", Owner: "team-1", CIDR: "10.0.1.0/24", NextHop: "10.0.0.1",
-		Metric: 1, Enabled: true, Version: 3, Tags: []string{"a", "b"}, Note: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})
+	values := make([][]byte, 100)
+	for i := range values {
+		values[i], _ = json.Marshal(benchValue{Name: "item-1", Owner: fmt.Sprintf("team-%02d", i), CIDR: "10.0.1.0/24", NextHop: "10.0.0.1",
+			Metric: 1, Enabled: true, Version: 3, Tags: []string{"a", "b"}, Note: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})
+	}
 	keys := make([]string, 50000)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("vpc.blue.route.r%d", i)
@@ -81,7 +95,7 @@ func BenchmarkApply(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		e := rawEntry{key: keys[i%len(keys)], value: value, op: OpPut, revision: uint64(i), created: now, ordered: true}
+		e := rawEntry{key: keys[i%len(keys)], value: values[(i/len(keys)+i)%len(values)], op: OpPut, revision: uint64(i), created: now, ordered: true}
 		w.deliver(e)
 		i++
 	}

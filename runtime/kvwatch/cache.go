@@ -76,10 +76,14 @@ type Cache[K comparable, V any] struct {
 	// value. Items are rewritten whole, never modified field by field, so
 	// a reader's copy taken under the lock stays valid after it.
 	items map[K]*cacheItem[V] // guarded by st.mu
+	// indexes are those the kind declares (index.go), guarded by st.mu.
+	indexes []*cacheIndex[K, V]
 }
 
 func newCache[K comparable, V any](kind *kvwatchimpl.Kind[K, V]) *Cache[K, V] {
-	return &Cache[K, V]{kind: kind, st: &state{}, items: make(map[K]*cacheItem[V])}
+	c := &Cache[K, V]{kind: kind, st: &state{}, items: make(map[K]*cacheItem[V])}
+	c.newIndexes()
+	return c
 }
 
 // Get returns (a copy of) the current value of key.

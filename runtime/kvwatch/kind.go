@@ -168,7 +168,7 @@ func (p *preparedEntry[K, V]) applyLocked(w *Watcher) bool {
 			return false
 		}
 		if !p.keyBad {
-			delete(b.cache.items, p.key)
+			b.cache.deleteLocked(p.key)
 			delete(b.unseen, p.key)
 		}
 		w.commitRevisionLocked(e)
@@ -204,12 +204,12 @@ func (p *preparedEntry[K, V]) applyLocked(w *Watcher) bool {
 	stored := Item[V]{Value: p.stored, Revision: e.revision, Created: e.created}
 	switch {
 	case unchanged:
-	case e.op == OpPut && had:
-		item.Item = stored
+	case e.op == OpPut && had && len(b.cache.indexes) == 0:
+		item.Item = stored // the common case, one map lookup
 	case e.op == OpPut:
-		b.cache.items[p.key] = &cacheItem[V]{Item: stored, key: e.key}
+		b.cache.putLocked(p.key, e.key, stored)
 	default:
-		delete(b.cache.items, p.key)
+		b.cache.deleteLocked(p.key)
 	}
 	w.commitRevisionLocked(e)
 
@@ -259,7 +259,7 @@ func (b *Binding[K, V]) restore(entries any, inScope func(string) bool) (n int, 
 		if !inScope(raw) {
 			continue
 		}
-		b.cache.items[e.Key] = &cacheItem[V]{Item: Item[V]{Value: e.Value, Revision: e.Revision, Created: e.Created}, key: raw}
+		b.cache.putLocked(e.Key, raw, Item[V]{Value: e.Value, Revision: e.Revision, Created: e.Created})
 		if n == 0 || e.Revision < oldest {
 			oldest = e.Revision
 		}
@@ -322,7 +322,7 @@ func (b *Binding[K, V]) remove(w *Watcher, revision uint64, match func(K, string
 	w.state.mu.Lock()
 	gone := b.cache.listLocked(match)
 	for _, e := range gone {
-		delete(b.cache.items, e.Key)
+		b.cache.deleteLocked(e.Key)
 	}
 	regs := b.regs
 	w.state.mu.Unlock()

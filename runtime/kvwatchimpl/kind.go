@@ -27,6 +27,8 @@ type Kind[K comparable, V any] struct {
 	// Clone returns a deep copy of a value: one that shares no slice, map
 	// or pointer with it. Nil means V holds none (a plain copy is deep).
 	Clone func(V) V
+	// Indexes are the cache's indexes, in the schema's order.
+	Indexes []Index[V]
 }
 
 // Copy deep-copies v when V needs it (with Clone), and returns v as it
@@ -45,4 +47,14 @@ func (k *Kind[K, V]) KeyTemplate() (*Template, error) {
 		return k.Key, nil
 	}
 	return CompileTemplate(k.Template)
+}
+
+// Index is an index of a kind's cache, declared in the schema: the cache
+// keeps its entries by the value Value gives (a comparable scalar of V's
+// field), so that a lookup by it reads only the matching entries.
+type Index[V any] struct {
+	// Name is the generated lookup's Go name, e.g. "ByNextHop".
+	Name string
+	// Value returns the indexed field of v.
+	Value func(v V) any
 }

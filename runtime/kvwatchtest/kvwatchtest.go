@@ -34,7 +34,7 @@ func Server(t testing.TB) *server.Server {
 
 // ServerWith starts a server with opts, filling in what a test server
 // needs (JetStream, a temporary store folder, loopback, a random port when
-// Port is 0). It fails the test if the server does not start within 10s.
+// Port is 0). It fails the test if the server does not start within 20s.
 // Use StartNode for a server the test restarts.
 func ServerWith(t testing.TB, opts *server.Options) *server.Server {
 	t.Helper()

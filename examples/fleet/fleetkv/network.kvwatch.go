@@ -105,6 +105,14 @@ var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, Route]{
 	FormatKey: RouteKey.String,
 	Codec:     kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
 	Clone:     kvwCloneRoute,
+	Indexes: []kvwatchimpl.Index[Route]{
+		{
+			Name: "ByNextHop",
+			Value: func(v Route) any {
+				return v.NextHop
+			},
+		},
+	},
 }
 
 // FirewallRuleKey is the key of a FirewallRule entry of bucket network:
@@ -254,9 +262,22 @@ func (w *NetworkWatcher) VPCConfigCache() *kvwatch.Cache[VPCConfigKey, VPCConfig
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
-// handler call.
-func (w *NetworkWatcher) RouteCache() *kvwatch.Cache[RouteKey, Route] {
-	return w.bindRoute.Cache()
+// handler call. Its indexes are kept up to date with every change.
+func (w *NetworkWatcher) RouteCache() RouteCache {
+	return RouteCache{w.bindRoute.Cache()}
+}
+
+// RouteCache is the cache of Route entries (kvwatch.Cache, whose methods it
+// has) with the indexes the schema declares: each lookup reads only the
+// entries it returns.
+type RouteCache struct {
+	*kvwatch.Cache[RouteKey, Route]
+}
+
+// ByNextHop returns (copies of) the cached Route entries whose next_hop is v,
+// sorted by key.
+func (c RouteCache) ByNextHop(v string) []kvwatch.Entry[RouteKey, Route] {
+	return c.Cache.ByIndex("ByNextHop", v)
 }
 
 // FirewallRuleCache returns the read-only cache of the FirewallRule entries

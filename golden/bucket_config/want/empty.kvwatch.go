@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// ItemKey is the key of a Item entry of bucket empty: "item.{id}". Its fields
-// are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
+// ItemKey is the key of an Item entry of bucket empty: "item.{id}". Its
+// fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type ItemKey struct {
 	ID string // {id}
 }
@@ -39,7 +39,7 @@ func ParseItemKey(key string) (ItemKey, error) {
 // kvwEmptyItemTemplate is the compiled key template of Item entries.
 var kvwEmptyItemTemplate = kvwatchimpl.MustTemplate("item.{id}")
 
-// ItemEvent is a change of a Item entry (see kvwatch.Event for ordering and
+// ItemEvent is a change of an Item entry (see kvwatch.Event for ordering and
 // ownership).
 type ItemEvent = kvwatch.Event[ItemKey, string]
 
@@ -59,7 +59,7 @@ var kvwEmptySpec = kvwatchimpl.BucketSpec{
 	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
-// EmptyScopes selects what a EmptyWatcher watches: every entry under any of
+// EmptyScopes selects what an EmptyWatcher watches: every entry under any of
 // the listed scope values (a key equal to a scope prefix included).
 // Overlapping values are fine: each change is still delivered once. The zero
 // value watches nothing, never the whole bucket; set All for that. Values are
@@ -78,7 +78,7 @@ func (s EmptyScopes) KVWatchScopes() kvwatch.Scopes {
 	return out
 }
 
-// EmptyHandlers receives the events of a EmptyWatcher; every field is
+// EmptyHandlers receives the events of an EmptyWatcher; every field is
 // optional. All handlers run on the watcher's one event goroutine, one call
 // at a time: first the initial state (events flagged Initial), then OnSynced,
 // then live changes in stream order across all kinds. The cache already holds
@@ -168,7 +168,7 @@ func (w *EmptyWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
 	return w.Watcher.Events(ctx, w.bindItem)
 }
 
-// EmptyCheckpoint is the state of a EmptyWatcher at one revision: every
+// EmptyCheckpoint is the state of an EmptyWatcher at one revision: every
 // cached entry, and the revision and filters they are exact at. It encodes to
 // JSON; persist it, and start a later watcher with its Resume option to
 // receive only what changed since.
@@ -199,7 +199,7 @@ func (w *EmptyWatcher) Checkpoint() (EmptyCheckpoint, error) {
 	}, nil
 }
 
-// Resume is the option that starts a EmptyWatcher from cp: its caches are
+// Resume is the option that starts an EmptyWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.

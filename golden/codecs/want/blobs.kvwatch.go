@@ -186,8 +186,8 @@ var kvwBlobsStampKind = kvwatchimpl.Kind[StampKey, time.Time]{
 	Codec:     kvwatchimpl.Binary[time.Time, *time.Time]{},
 }
 
-// AddrKey is the key of a Addr entry of bucket blobs: "addr.{id}". Its fields
-// are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
+// AddrKey is the key of an Addr entry of bucket blobs: "addr.{id}". Its
+// fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type AddrKey struct {
 	ID string // {id}
 }
@@ -214,7 +214,7 @@ func ParseAddrKey(key string) (AddrKey, error) {
 // kvwBlobsAddrTemplate is the compiled key template of Addr entries.
 var kvwBlobsAddrTemplate = kvwatchimpl.MustTemplate("addr.{id}")
 
-// AddrEvent is a change of a Addr entry (see kvwatch.Event for ordering and
+// AddrEvent is a change of an Addr entry (see kvwatch.Event for ordering and
 // ownership).
 type AddrEvent = kvwatch.Event[AddrKey, netip.Addr]
 

@@ -65,7 +65,7 @@ var kvwAppConfigSpec = kvwatchimpl.BucketSpec{
 	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
-// AppConfigScopes selects what a AppConfigWatcher watches: every entry under
+// AppConfigScopes selects what an AppConfigWatcher watches: every entry under
 // any of the listed scope values (a key equal to a scope prefix included).
 // Overlapping values are fine: each change is still delivered once. The zero
 // value watches nothing, never the whole bucket; set All for that. Values are
@@ -84,15 +84,16 @@ func (s AppConfigScopes) KVWatchScopes() kvwatch.Scopes {
 	return out
 }
 
-// AppConfigHandlers receives the events of a AppConfigWatcher; every field is
-// optional. All handlers run on the watcher's one event goroutine, one call
-// at a time: first the initial state (events flagged Initial), then OnSynced,
-// then live changes in stream order across all kinds. The cache already holds
-// a change when its handler runs. A handler that blocks delays every later
-// event (the consumer stops pulling; nothing is lost); one that panics is
-// reported to OnError and the watch goes on. A handler may call the watcher's
-// methods: SetScopes returns once the change is queued, Stop at once (no
-// handler runs after it), WaitSynced before sync with kvwatch.ErrInHandler.
+// AppConfigHandlers receives the events of an AppConfigWatcher; every field
+// is optional. All handlers run on the watcher's one event goroutine, one
+// call at a time: first the initial state (events flagged Initial), then
+// OnSynced, then live changes in stream order across all kinds. The cache
+// already holds a change when its handler runs. A handler that blocks delays
+// every later event (the consumer stops pulling; nothing is lost); one that
+// panics is reported to OnError and the watch goes on. A handler may call the
+// watcher's methods: SetScopes returns once the change is queued, Stop at
+// once (no handler runs after it), WaitSynced before sync with
+// kvwatch.ErrInHandler.
 type AppConfigHandlers struct {
 	// OnFeature receives changes of Feature entries.
 	OnFeature func(FeatureEvent)
@@ -180,7 +181,7 @@ func (w *AppConfigWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent
 	return w.Watcher.Events(ctx, w.bindFeature)
 }
 
-// AppConfigCheckpoint is the state of a AppConfigWatcher at one revision:
+// AppConfigCheckpoint is the state of an AppConfigWatcher at one revision:
 // every cached entry, and the revision and filters they are exact at. It
 // encodes to JSON; persist it, and start a later watcher with its Resume
 // option to receive only what changed since.
@@ -211,8 +212,8 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 	}, nil
 }
 
-// Resume is the option that starts a AppConfigWatcher from cp: its caches are
-// filled with cp's entries and only what changed after cp.Revision is
+// Resume is the option that starts an AppConfigWatcher from cp: its caches
+// are filled with cp's entries and only what changed after cp.Revision is
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.
 func (cp AppConfigCheckpoint) Resume() kvwatch.Option {

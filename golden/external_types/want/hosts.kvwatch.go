@@ -56,7 +56,7 @@ var kvwHostsHostKind = kvwatchimpl.Kind[HostKey, Host]{
 	Clone:     kvwCloneHost,
 }
 
-// AddressKey is the key of a Address entry of bucket hosts:
+// AddressKey is the key of an Address entry of bucket hosts:
 // "host.{name}.addr". Its fields are key tokens: non-empty, of the characters
 // [-/_=A-Za-z0-9].
 type AddressKey struct {
@@ -85,8 +85,8 @@ func ParseAddressKey(key string) (AddressKey, error) {
 // kvwHostsAddressTemplate is the compiled key template of Address entries.
 var kvwHostsAddressTemplate = kvwatchimpl.MustTemplate("host.{name}.addr")
 
-// AddressEvent is a change of a Address entry (see kvwatch.Event for ordering
-// and ownership).
+// AddressEvent is a change of an Address entry (see kvwatch.Event for
+// ordering and ownership).
 type AddressEvent = kvwatch.Event[AddressKey, netip.Addr]
 
 // kvwHostsAddressKind describes Address entries to the runtime.

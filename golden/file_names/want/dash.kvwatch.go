@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// ItemKey is the key of a Item entry of bucket -dash: "item.{id}". Its fields
-// are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
+// ItemKey is the key of an Item entry of bucket -dash: "item.{id}". Its
+// fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type ItemKey struct {
 	ID string // {id}
 }
@@ -39,7 +39,7 @@ func ParseItemKey(key string) (ItemKey, error) {
 // kvwDashItemTemplate is the compiled key template of Item entries.
 var kvwDashItemTemplate = kvwatchimpl.MustTemplate("item.{id}")
 
-// ItemEvent is a change of a Item entry (see kvwatch.Event for ordering and
+// ItemEvent is a change of an Item entry (see kvwatch.Event for ordering and
 // ownership).
 type ItemEvent = kvwatch.Event[ItemKey, string]
 

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// EdgeKey is the key of a Edge entry of bucket edge_windows: "edge.{id}". Its
-// fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
+// EdgeKey is the key of an Edge entry of bucket edge_windows: "edge.{id}".
+// Its fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type EdgeKey struct {
 	ID string // {id}
 }
@@ -39,7 +39,7 @@ func ParseEdgeKey(key string) (EdgeKey, error) {
 // kvwEdgeWindowsEdgeTemplate is the compiled key template of Edge entries.
 var kvwEdgeWindowsEdgeTemplate = kvwatchimpl.MustTemplate("edge.{id}")
 
-// EdgeEvent is a change of a Edge entry (see kvwatch.Event for ordering and
+// EdgeEvent is a change of an Edge entry (see kvwatch.Event for ordering and
 // ownership).
 type EdgeEvent = kvwatch.Event[EdgeKey, string]
 
@@ -59,7 +59,7 @@ var kvwEdgeWindowsSpec = kvwatchimpl.BucketSpec{
 	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
-// EdgeWindowsScopes selects what a EdgeWindowsWatcher watches: every entry
+// EdgeWindowsScopes selects what an EdgeWindowsWatcher watches: every entry
 // under any of the listed scope values (a key equal to a scope prefix
 // included). Overlapping values are fine: each change is still delivered
 // once. The zero value watches nothing, never the whole bucket; set All for
@@ -78,7 +78,7 @@ func (s EdgeWindowsScopes) KVWatchScopes() kvwatch.Scopes {
 	return out
 }
 
-// EdgeWindowsHandlers receives the events of a EdgeWindowsWatcher; every
+// EdgeWindowsHandlers receives the events of an EdgeWindowsWatcher; every
 // field is optional. All handlers run on the watcher's one event goroutine,
 // one call at a time: first the initial state (events flagged Initial), then
 // OnSynced, then live changes in stream order across all kinds. The cache
@@ -169,10 +169,10 @@ func (w *EdgeWindowsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEve
 	return w.Watcher.Events(ctx, w.bindEdge)
 }
 
-// EdgeWindowsCheckpoint is the state of a EdgeWindowsWatcher at one revision:
-// every cached entry, and the revision and filters they are exact at. It
-// encodes to JSON; persist it, and start a later watcher with its Resume
-// option to receive only what changed since.
+// EdgeWindowsCheckpoint is the state of an EdgeWindowsWatcher at one
+// revision: every cached entry, and the revision and filters they are exact
+// at. It encodes to JSON; persist it, and start a later watcher with its
+// Resume option to receive only what changed since.
 type EdgeWindowsCheckpoint struct {
 	// Revision is the last revision applied.
 	Revision uint64
@@ -200,7 +200,7 @@ func (w *EdgeWindowsWatcher) Checkpoint() (EdgeWindowsCheckpoint, error) {
 	}, nil
 }
 
-// Resume is the option that starts a EdgeWindowsWatcher from cp: its caches
+// Resume is the option that starts an EdgeWindowsWatcher from cp: its caches
 // are filled with cp's entries and only what changed after cp.Revision is
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.

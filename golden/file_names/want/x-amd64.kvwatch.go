@@ -59,8 +59,8 @@ var kvwXAmd64Spec = kvwatchimpl.BucketSpec{
 	Scopes: []kvwatchimpl.ScopeSpec{},
 }
 
-// XAmd64Scopes selects what a XAmd64Watcher watches: every entry under any of
-// the listed scope values (a key equal to a scope prefix included).
+// XAmd64Scopes selects what an XAmd64Watcher watches: every entry under any
+// of the listed scope values (a key equal to a scope prefix included).
 // Overlapping values are fine: each change is still delivered once. The zero
 // value watches nothing, never the whole bucket; set All for that. Values are
 // checked before anything is sent: a value that is empty or holds '.', '*',
@@ -78,7 +78,7 @@ func (s XAmd64Scopes) KVWatchScopes() kvwatch.Scopes {
 	return out
 }
 
-// XAmd64Handlers receives the events of a XAmd64Watcher; every field is
+// XAmd64Handlers receives the events of an XAmd64Watcher; every field is
 // optional. All handlers run on the watcher's one event goroutine, one call
 // at a time: first the initial state (events flagged Initial), then OnSynced,
 // then live changes in stream order across all kinds. The cache already holds
@@ -168,7 +168,7 @@ func (w *XAmd64Watcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
 	return w.Watcher.Events(ctx, w.bindX)
 }
 
-// XAmd64Checkpoint is the state of a XAmd64Watcher at one revision: every
+// XAmd64Checkpoint is the state of an XAmd64Watcher at one revision: every
 // cached entry, and the revision and filters they are exact at. It encodes to
 // JSON; persist it, and start a later watcher with its Resume option to
 // receive only what changed since.
@@ -199,7 +199,7 @@ func (w *XAmd64Watcher) Checkpoint() (XAmd64Checkpoint, error) {
 	}, nil
 }
 
-// Resume is the option that starts a XAmd64Watcher from cp: its caches are
+// Resume is the option that starts an XAmd64Watcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.

@@ -95,7 +95,7 @@ var kvwAppSyncedKind = kvwatchimpl.Kind[SyncedKey, string]{
 	Codec:     kvwatchimpl.String{},
 }
 
-// ErrorKey is the key of a Error entry of bucket app: "error.{id}". Its
+// ErrorKey is the key of an Error entry of bucket app: "error.{id}". Its
 // fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type ErrorKey struct {
 	ID string // {id}
@@ -123,8 +123,8 @@ func ParseErrorKey(key string) (ErrorKey, error) {
 // kvwAppErrorTemplate is the compiled key template of Error entries.
 var kvwAppErrorTemplate = kvwatchimpl.MustTemplate("error.{id}")
 
-// ErrorEvent is a change of a Error entry (see kvwatch.Event for ordering and
-// ownership).
+// ErrorEvent is a change of an Error entry (see kvwatch.Event for ordering
+// and ownership).
 type ErrorEvent = kvwatch.Event[ErrorKey, string]
 
 // kvwAppErrorKind describes Error entries to the runtime.
@@ -188,7 +188,7 @@ var kvwAppSpec = kvwatchimpl.BucketSpec{
 	}},
 }
 
-// AppScopes selects what a AppWatcher watches: every entry under any of the
+// AppScopes selects what an AppWatcher watches: every entry under any of the
 // listed scope values (a key equal to a scope prefix included). Overlapping
 // values are fine: each change is still delivered once. The zero value
 // watches nothing, never the whole bucket; set All for that. Values are
@@ -216,7 +216,7 @@ func (s AppScopes) KVWatchScopes() kvwatch.Scopes {
 	return out
 }
 
-// AppHandlers receives the events of a AppWatcher; every field is optional.
+// AppHandlers receives the events of an AppWatcher; every field is optional.
 // All handlers run on the watcher's one event goroutine, one call at a time:
 // first the initial state (events flagged Initial), then OnSynced, then live
 // changes in stream order across all kinds. The cache already holds a change
@@ -345,7 +345,7 @@ func (w *AppWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
 	return w.Watcher.Events(ctx, w.bindStr, w.bindSynced, w.bindError, w.bindRevision)
 }
 
-// AppCheckpoint is the state of a AppWatcher at one revision: every cached
+// AppCheckpoint is the state of an AppWatcher at one revision: every cached
 // entry, and the revision and filters they are exact at. It encodes to JSON;
 // persist it, and start a later watcher with its Resume option to receive
 // only what changed since.
@@ -385,7 +385,7 @@ func (w *AppWatcher) Checkpoint() (AppCheckpoint, error) {
 	}, nil
 }
 
-// Resume is the option that starts a AppWatcher from cp: its caches are
+// Resume is the option that starts an AppWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
 // delivered (see kvwatch.Resume for when it re-lists instead). The watcher
 // takes ownership of cp's entries.

@@ -109,7 +109,7 @@ var kvwThingsCPKind = kvwatchimpl.Kind[CPKey, cppkg.T]{
 	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[cppkg.T]{}),
 }
 
-// ErrKey is the key of a Err entry of bucket things: "err.{id}". Its fields
+// ErrKey is the key of an Err entry of bucket things: "err.{id}". Its fields
 // are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type ErrKey struct {
 	ID string // {id}
@@ -137,7 +137,7 @@ func ParseErrKey(key string) (ErrKey, error) {
 // kvwThingsErrTemplate is the compiled key template of Err entries.
 var kvwThingsErrTemplate = kvwatchimpl.MustTemplate("err.{id}")
 
-// ErrEvent is a change of a Err entry (see kvwatch.Event for ordering and
+// ErrEvent is a change of an Err entry (see kvwatch.Event for ordering and
 // ownership).
 type ErrEvent = kvwatch.Event[ErrKey, map[string]errpkg.T]
 
@@ -201,7 +201,7 @@ var kvwThingsWKind = kvwatchimpl.Kind[WKey, wpkg.T]{
 	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[wpkg.T]{}),
 }
 
-// AnyKey is the key of a Any entry of bucket things: "any.{id}". Its fields
+// AnyKey is the key of an Any entry of bucket things: "any.{id}". Its fields
 // are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type AnyKey struct {
 	ID string // {id}
@@ -229,7 +229,7 @@ func ParseAnyKey(key string) (AnyKey, error) {
 // kvwThingsAnyTemplate is the compiled key template of Any entries.
 var kvwThingsAnyTemplate = kvwatchimpl.MustTemplate("any.{id}")
 
-// AnyEvent is a change of a Any entry (see kvwatch.Event for ordering and
+// AnyEvent is a change of an Any entry (see kvwatch.Event for ordering and
 // ownership).
 type AnyEvent = kvwatch.Event[AnyKey, anypkg.T]
 

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// APIKeyKey is the key of a APIKey entry of bucket kv-store:
+// APIKeyKey is the key of an APIKey entry of bucket kv-store:
 // "user.{user_id}.api.{api_key_id}". Its fields are key tokens: non-empty, of
 // the characters [-/_=A-Za-z0-9].
 type APIKeyKey struct {
@@ -42,7 +42,7 @@ func ParseAPIKeyKey(key string) (APIKeyKey, error) {
 // kvwKVStoreAPIKeyTemplate is the compiled key template of APIKey entries.
 var kvwKVStoreAPIKeyTemplate = kvwatchimpl.MustTemplate("user.{user_id}.api.{api_key_id}")
 
-// APIKeyEvent is a change of a APIKey entry (see kvwatch.Event for ordering
+// APIKeyEvent is a change of an APIKey entry (see kvwatch.Event for ordering
 // and ownership).
 type APIKeyEvent = kvwatch.Event[APIKeyKey, APIKey]
 

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// EverythingKey is the key of a Everything entry of bucket values:
+// EverythingKey is the key of an Everything entry of bucket values:
 // "all.{id}". Its fields are key tokens: non-empty, of the characters
 // [-/_=A-Za-z0-9].
 type EverythingKey struct {
@@ -41,7 +41,7 @@ func ParseEverythingKey(key string) (EverythingKey, error) {
 // entries.
 var kvwValuesEverythingTemplate = kvwatchimpl.MustTemplate("all.{id}")
 
-// EverythingEvent is a change of a Everything entry (see kvwatch.Event for
+// EverythingEvent is a change of an Everything entry (see kvwatch.Event for
 // ordering and ownership).
 type EverythingEvent = kvwatch.Event[EverythingKey, Everything]
 

@@ -54,7 +54,7 @@ var kvwServicesServiceKind = kvwatchimpl.Kind[ServiceKey, Service]{
 	Clone:     kvwCloneService,
 }
 
-// EndpointKey is the key of a Endpoint entry of bucket services:
+// EndpointKey is the key of an Endpoint entry of bucket services:
 // "svc.{name}.ep.{endpoint}". Its fields are key tokens: non-empty, of the
 // characters [-/_=A-Za-z0-9].
 type EndpointKey struct {
@@ -86,7 +86,7 @@ func ParseEndpointKey(key string) (EndpointKey, error) {
 // entries.
 var kvwServicesEndpointTemplate = kvwatchimpl.MustTemplate("svc.{name}.ep.{endpoint}")
 
-// EndpointEvent is a change of a Endpoint entry (see kvwatch.Event for
+// EndpointEvent is a change of an Endpoint entry (see kvwatch.Event for
 // ordering and ownership).
 type EndpointEvent = kvwatch.Event[EndpointKey, []Address]
 

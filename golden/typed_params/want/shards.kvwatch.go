@@ -162,7 +162,7 @@ var kvwShardsGlobalKind = kvwatchimpl.Kind[GlobalKey, Replica]{
 	Codec:     kvwatchimpl.JSON[Replica]{Fast: kvwDecodeReplica},
 }
 
-// EpochKey is the key of a Epoch entry of bucket shards: "epoch.{n:uint}".
+// EpochKey is the key of an Epoch entry of bucket shards: "epoch.{n:uint}".
 // Its fields are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type EpochKey struct {
 	N uint64 // {n}
@@ -197,8 +197,8 @@ func ParseEpochKey(key string) (EpochKey, error) {
 // kvwShardsEpochTemplate is the compiled key template of Epoch entries.
 var kvwShardsEpochTemplate = kvwatchimpl.MustTemplate("epoch.{n:uint}")
 
-// EpochEvent is a change of a Epoch entry (see kvwatch.Event for ordering and
-// ownership).
+// EpochEvent is a change of an Epoch entry (see kvwatch.Event for ordering
+// and ownership).
 type EpochEvent = kvwatch.Event[EpochKey, uint64]
 
 // kvwShardsEpochKind describes Epoch entries to the runtime.

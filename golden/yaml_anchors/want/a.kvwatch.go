@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// ItemKey is the key of a Item entry of bucket a: "item.{id}". Its fields are
-// key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
+// ItemKey is the key of an Item entry of bucket a: "item.{id}". Its fields
+// are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type ItemKey struct {
 	ID string // {id}
 }
@@ -39,7 +39,7 @@ func ParseItemKey(key string) (ItemKey, error) {
 // kvwAItemTemplate is the compiled key template of Item entries.
 var kvwAItemTemplate = kvwatchimpl.MustTemplate("item.{id}")
 
-// ItemEvent is a change of a Item entry (see kvwatch.Event for ordering and
+// ItemEvent is a change of an Item entry (see kvwatch.Event for ordering and
 // ownership).
 type ItemEvent = kvwatch.Event[ItemKey, Thing]
 
@@ -62,7 +62,7 @@ var kvwASpec = kvwatchimpl.BucketSpec{
 	}},
 }
 
-// AScopes selects what a AWatcher watches: every entry under any of the
+// AScopes selects what an AWatcher watches: every entry under any of the
 // listed scope values (a key equal to a scope prefix included). Overlapping
 // values are fine: each change is still delivered once. The zero value
 // watches nothing, never the whole bucket; set All for that. Values are
@@ -89,7 +89,7 @@ func (s AScopes) KVWatchScopes() kvwatch.Scopes {
 	return out
 }
 
-// AHandlers receives the events of a AWatcher; every field is optional. All
+// AHandlers receives the events of an AWatcher; every field is optional. All
 // handlers run on the watcher's one event goroutine, one call at a time:
 // first the initial state (events flagged Initial), then OnSynced, then live
 // changes in stream order across all kinds. The cache already holds a change
@@ -179,10 +179,10 @@ func (w *AWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
 	return w.Watcher.Events(ctx, w.bindItem)
 }
 
-// ACheckpoint is the state of a AWatcher at one revision: every cached entry,
-// and the revision and filters they are exact at. It encodes to JSON; persist
-// it, and start a later watcher with its Resume option to receive only what
-// changed since.
+// ACheckpoint is the state of an AWatcher at one revision: every cached
+// entry, and the revision and filters they are exact at. It encodes to JSON;
+// persist it, and start a later watcher with its Resume option to receive
+// only what changed since.
 type ACheckpoint struct {
 	// Revision is the last revision applied.
 	Revision uint64
@@ -210,7 +210,7 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 	}, nil
 }
 
-// Resume is the option that starts a AWatcher from cp: its caches are filled
+// Resume is the option that starts an AWatcher from cp: its caches are filled
 // with cp's entries and only what changed after cp.Revision is delivered (see
 // kvwatch.Resume for when it re-lists instead). The watcher takes ownership
 // of cp's entries.

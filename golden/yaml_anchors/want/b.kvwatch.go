@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// OtherKey is the key of a Other entry of bucket b: "other.{id}". Its fields
+// OtherKey is the key of an Other entry of bucket b: "other.{id}". Its fields
 // are key tokens: non-empty, of the characters [-/_=A-Za-z0-9].
 type OtherKey struct {
 	ID string // {id}
@@ -39,8 +39,8 @@ func ParseOtherKey(key string) (OtherKey, error) {
 // kvwBOtherTemplate is the compiled key template of Other entries.
 var kvwBOtherTemplate = kvwatchimpl.MustTemplate("other.{id}")
 
-// OtherEvent is a change of a Other entry (see kvwatch.Event for ordering and
-// ownership).
+// OtherEvent is a change of an Other entry (see kvwatch.Event for ordering
+// and ownership).
 type OtherEvent = kvwatch.Event[OtherKey, Thing]
 
 // kvwBOtherKind describes Other entries to the runtime.
