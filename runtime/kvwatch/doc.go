@@ -4,9 +4,10 @@
 //
 // Users touch what a generated package hands them: the Watcher it embeds
 // (WaitSynced, SetScopes, WaitRevision, Checkpoint, Stats, Stop), typed
-// Caches, Events, Ops and Markers, the Options (WithBucket, Resume,
-// WithLogger, …) and those of the typed client (CreateIfAbsent,
-// MaxAttempts, AllowDataLoss), the errors (DataError, UnknownKeyError,
+// Caches (with All, AllIn and ByIndex), Events, Ops and Markers, the
+// Registrations of AddHandlers and the AnyEvent of Events, the Options
+// (WithBucket, Resume, WithCheckpointFile, WithLogger, …) and those of the
+// typed client (CreateIfAbsent, MaxAttempts, AllowDataLoss), the errors (DataError, UnknownKeyError,
 // HandlerError, ScopeError, KeyMismatchError, BucketConfigError,
 // ErrBucketNotFound, ErrConflicts, ErrBatchDisabled, …), Checkpoint,
 // Item, Entry and HistoryEntry. The names whose doc comment begins "For
