@@ -244,20 +244,32 @@ func (r *Registration) Remove() {
 // regs (taken with the state lock when the change was applied), each with
 // its own deep copy, made before any handler can modify ev's values.
 func (b *Binding[K, V]) dispatch(w *Watcher, e *rawEntry, ev Event[K, V], regs []regHandler[K, V]) {
-	var copies []Event[K, V]
-	if len(regs) > 0 {
-		copies = make([]Event[K, V], len(regs))
-		for i := range regs {
-			c := ev
-			c.Value, c.Prev = b.kind.Copy(ev.Value), b.kind.Copy(ev.Prev)
-			copies[i] = c
+	if len(regs) == 0 {
+		if b.handler != nil {
+			callHandler(&w.disp, b.kind.Name, e, b.handler, ev)
 		}
+		return
+	}
+	copies := make([]Event[K, V], len(regs))
+	for i := range regs {
+		c := ev
+		c.Value, c.Prev = b.kind.Copy(ev.Value), b.kind.Copy(ev.Prev)
+		copies[i] = c
 	}
 	if b.handler != nil {
 		callHandler(&w.disp, b.kind.Name, e, b.handler, ev)
 	}
+	b.dispatchRegs(e, regs, copies)
+}
+
+// dispatchRegs runs the registrations' handlers. Apart from dispatch, so
+// that the closures' captures cost nothing to a watcher without
+// registrations.
+func (b *Binding[K, V]) dispatchRegs(e *rawEntry, regs []regHandler[K, V], copies []Event[K, V]) {
+	key, revision := e.key, e.revision
 	for i, rh := range regs {
-		rh.reg.run(func() { call(rh.reg, b.kind.Name, e.key, e.revision, rh.h, copies[i]) })
+		ev := copies[i]
+		rh.reg.run(func() { call(rh.reg, b.kind.Name, key, revision, rh.h, ev) })
 	}
 }
 
