@@ -89,6 +89,7 @@ func singleServerEnv(t *testing.T, history int) *robustEnv {
 	_, js := kvwatchtest.Connect(t, node.Server, connectOptions...)
 	cfg := jetstream.KeyValueConfig{Bucket: "network", History: uint8(history)}
 	kvwatchtest.BucketWith(t, js, cfg)
+	mustAllowBatches(t, js)
 	env := &robustEnv{
 		connect:    func() jetstream.JetStream { _, js := kvwatchtest.Connect(t, node.Server, connectOptions...); return js },
 		restoreAll: func() {},
@@ -125,6 +126,10 @@ func singleServerEnv(t *testing.T, history int) *robustEnv {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
+			// Before the writers resume: their batches need it.
+			if err := allowBatches(cctx, js); err != nil {
+				d.run.violation("allowing atomic batches on the bucket made again: %v", err)
+			}
 		}},
 	}
 	return env
@@ -137,6 +142,7 @@ func clusterEnv(t *testing.T) *robustEnv {
 	c := kvwatchtest.StartCluster(t, 3)
 	nc, js := c.Connect(t)
 	kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Replicas: 3})
+	mustAllowBatches(t, js)
 	lose := func(d *robustDriver, name string) {
 		node := c.Node(name)
 		if node == nil || !node.Running() {
@@ -177,14 +183,16 @@ func clusterEnv(t *testing.T) *robustEnv {
 
 // fleetEnv is a hub holding the bucket and an edge holding its mirror
 // (README, Fleet scale): writes go to the hub, watcher 0 watches the hub,
-// the others the edge's mirror. Faults: the edge's link to the hub cut
-// for up to 3 s (the mirror notices an outage after 10 s of silence, so
-// these resume at once; TestEdgeWatcherSurvivesFaults takes the long
+// the others the edge's mirror (which drops the batches' marks: watchers
+// there apply a batch entry by entry). Faults: the edge's link to the hub
+// cut for up to 3 s (the mirror notices an outage after 10 s of silence,
+// so these resume at once; TestEdgeWatcherSurvivesFaults takes the long
 // ones), the edge restarted.
 func fleetEnv(t *testing.T) *robustEnv {
 	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
 	edge := f.Edges[0]
 	hub := func() jetstream.JetStream { _, js := f.ConnectHub(t); return js }
+	mustAllowBatches(t, hub()) // the hub's bucket, made by StartFleet; the mirror needs nothing
 	onEdge := func() jetstream.JetStream { _, js := edge.Connect(t); return js }
 	return &robustEnv{
 		connect: hub,
@@ -209,6 +217,42 @@ func fleetEnv(t *testing.T) *robustEnv {
 				d.run.healthy.Store(true)
 			}},
 		},
+	}
+}
+
+// allowBatches sets AllowAtomicPublish on the bucket's stream (the
+// writers send atomic batches), retried until ctx ends: as a bucket's
+// creation, its update can be refused for a moment (a stream just made,
+// a cluster electing its leader).
+func allowBatches(ctx context.Context, js jetstream.JetStream) error {
+	for {
+		err := func() error {
+			stream, err := js.Stream(ctx, "KV_network")
+			if err != nil {
+				return err
+			}
+			cfg := stream.CachedInfo().Config
+			if cfg.AllowAtomicPublish {
+				return nil
+			}
+			cfg.AllowAtomicPublish = true
+			_, err = js.UpdateStream(ctx, cfg)
+			return err
+		}()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// mustAllowBatches is allowBatches for a topology's start, within 30 s.
+func mustAllowBatches(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := allowBatches(ctx, js); err != nil {
+		t.Fatalf("allowing atomic batches on the bucket: %v", err)
 	}
 }
 

@@ -20,15 +20,14 @@ import (
 
 // The robustness test, after etcd's tests/robustness: random traffic
 // (puts, creates, overwrites, deletes, purges, bad values, unknown keys,
-// bursts) against a bucket while watchers are re-scoped (from the driver
-// and from handlers), checkpointed, stopped, resumed and slowed down, and
-// faults are injected (a server restart on a file store; in a 3-node
-// cluster the loss of the consumer's node or of the meta leader, a stream
-// leader step-down; the bucket deleted and made again; in a fleet, two of
-// three watchers on an edge's mirror, its link to the hub cut, the edge
-// restarted). Every watch
-// guarantee of DESIGN.md §4a is then checked against the recorded history
-// of writes (robustness_check_test.go).
+// bursts, atomic batches) against a bucket while watchers are re-scoped
+// (from the driver and from handlers), checkpointed, stopped, resumed and
+// slowed down, and faults are injected (a server restart on a file store;
+// in a 3-node cluster the loss of the consumer's node or of the meta
+// leader, a stream leader step-down; the bucket deleted and made again; in
+// a fleet, two of three watchers on an edge's mirror, its link to the hub
+// cut, the edge restarted). Every watch guarantee of DESIGN.md §4a is then
+// checked against the recorded history of writes (robustness_check_test.go).
 //
 //	go test ./runtime/kvwatch -run Robustness              # the short run, part of go test ./...
 //	go test ./runtime/kvwatch -run Robustness -soak 10m    # runs after runs, for 10 minutes
@@ -71,7 +70,10 @@ func TestRobustness(t *testing.T) {
 // robustReport counts what a run did.
 type robustReport struct {
 	runs, ops, faults, writes, events, syncPoints, violations int
-	faultsByName                                              map[string]int
+	// Atomic batches committed, attempts whose outcome was looked up on
+	// the stream (of which found stored), attempts sent again.
+	batches, batchesLookedUp, batchesFound, batchesResent int
+	faultsByName                                          map[string]int
 }
 
 func (a *robustReport) add(b robustReport) {
@@ -82,6 +84,10 @@ func (a *robustReport) add(b robustReport) {
 	a.events += b.events
 	a.syncPoints += b.syncPoints
 	a.violations += b.violations
+	a.batches += b.batches
+	a.batchesLookedUp += b.batchesLookedUp
+	a.batchesFound += b.batchesFound
+	a.batchesResent += b.batchesResent
 	if a.faultsByName == nil {
 		a.faultsByName = map[string]int{}
 	}
@@ -95,8 +101,10 @@ func (r robustReport) String() string {
 	for _, k := range slices.Sorted(maps.Keys(r.faultsByName)) {
 		faults = append(faults, fmt.Sprintf("%s %d", k, r.faultsByName[k]))
 	}
-	return fmt.Sprintf("%d runs, %d writes, %d watcher operations, %d faults (%s), %d events and %d sync points checked, %d violations",
-		r.runs, r.writes, r.ops, r.faults, strings.Join(faults, ", "), r.events, r.syncPoints, r.violations)
+	return fmt.Sprintf("%d runs, %d writes (%d atomic batches; %d batch outcomes looked up, %d found stored; %d batch attempts sent again), "+
+		"%d watcher operations, %d faults (%s), %d events and %d sync points checked, %d violations",
+		r.runs, r.writes, r.batches, r.batchesLookedUp, r.batchesFound, r.batchesResent,
+		r.ops, r.faults, strings.Join(faults, ", "), r.events, r.syncPoints, r.violations)
 }
 
 // robustRun is the state of one run.
@@ -182,9 +190,12 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	var bg sync.WaitGroup
 	gate := &sync.RWMutex{}
 	var writers []*writer
-	for i := range 2 {
+	// Two writers of mixed traffic, and a third of atomic batches only,
+	// slower, which often has one in flight when a fault strikes: the
+	// outcomes unknown then are looked up (writer.sendBatch).
+	for i := range 3 {
 		wr := &writer{js: env.connect(), hist: r.hist, rng: rand.New(rand.NewPCG(seed, uint64(10+i))), vpcs: 8, gate: gate,
-			runID: fmt.Sprintf("%d-%d", seed, i), fail: func(msg string) { r.violation("%s", msg) }}
+			runID: fmt.Sprintf("%d-%d", seed, i), fail: func(msg string) { r.violation("%s", msg) }, batchesOnly: i == 2}
 		writers = append(writers, wr)
 		bg.Go(func() { wr.run(ctx) })
 	}
@@ -218,6 +229,12 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	// converge on the bucket's final state within its scopes.
 	cancel()
 	bg.Wait()
+	for _, wr := range writers {
+		report.batches += wr.batches
+		report.batchesLookedUp += wr.batchesLookedUp
+		report.batchesFound += wr.batchesFound
+		report.batchesResent += wr.batchesResent
+	}
 	env.restoreAll()
 	r.healthy.Store(true)
 	drive.reviveEnded()
