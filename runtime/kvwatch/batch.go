@@ -21,9 +21,14 @@ import (
 // the first before the last is stored; a batch whose committing write is
 // out of scope and that nothing follows is applied that much later.
 //
+// A batch held when the tail ends (SetScopes, a consumer reset) is not
+// applied: the next consumer starts after the watcher's revision, before
+// it, and delivers it again.
+//
 // What is not atomic: a state read (the initial read, SetScopes adding
 // scopes) delivers each key's newest entry, and the catch-up right after
-// it may apply a batch the read overlapped in parts; a mirror drops the
+// it may apply a batch the read overlapped in parts; a batch whose rest
+// the tail waited batchWait for in vain; a mirror drops the
 // batch headers (nats-server does not batch when mirroring), so a watcher
 // of an edge's mirror applies a batch entry by entry.
 

@@ -177,11 +177,12 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 	}
 	var lastSeq uint64 // the consumer's own sequence of the last message
 	stop := it.Stop    // one method value, not one a message
+	// batch holds the entries of an atomic batch until it is whole. When
+	// the tail ends (a SetScopes handed over, a broken consumer), what it
+	// holds is not applied: the next consumer starts after the watcher's
+	// revision, before them, and delivers the batch again, whole.
 	var batch pendingBatch
 	for {
-		if w.rescopeWaiting() {
-			batch.flush(w, plan) // the scopes change: apply what the old ones delivered
-		}
 		if err := w.takeRescopes(stop); err != nil {
 			return err
 		}
