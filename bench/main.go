@@ -46,6 +46,7 @@ var scenarios = []scenario{
 	{"fleet", "a hub and E edges with KV mirrors: consumers, memory, subscriptions and delivery latency per watcher", runFleet},
 	{"backpressure", "client memory while a handler over 100x slower than the publisher falls behind", runBackpressure},
 	{"modify", "read-modify-write of one key by 1, 4 and 16 concurrent ModifyItem callers: updates/s, conflicts, lost updates", runModify},
+	{"index", "what a cache index costs a watcher per update: the drain of bench vs benchix (the same items, indexed by owner)", runIndex},
 	{"checkpoint-file", "restart to synced over 100k keys: from a checkpoint file (WithCheckpointFile) vs a full read", runCheckpointFile},
 	{"generator", "load and generate a 100-bucket x 10-kind schema", runGenerator},
 }
