@@ -30,7 +30,8 @@ type Registration struct {
 	synced   chan struct{}
 	syncOnce sync.Once
 	removed  atomic.Bool
-	handlers []AnyHandler // guarded by the watcher's state lock
+	gone     chan struct{} // closed by Remove
+	handlers []AnyHandler  // guarded by the watcher's state lock
 
 	// mu guards replaying and queue: while AddHandlers replays the
 	// caches, the event goroutine queues what comes after, and the replay
@@ -103,7 +104,7 @@ func (w *Watcher) AddHandlers(handlers []AnyHandler, onSynced func(), onError fu
 		return nil, w.stoppedErr()
 	default:
 	}
-	r := &Registration{w: w, onSynced: onSynced, onError: onError, synced: make(chan struct{}), replaying: true}
+	r := &Registration{w: w, onSynced: onSynced, onError: onError, synced: make(chan struct{}), gone: make(chan struct{}), replaying: true}
 	var replays []func()
 	w.state.mu.Lock()
 	for _, h := range handlers {
@@ -209,18 +210,21 @@ func (r *Registration) Synced() bool {
 // watch ends first (its error, or ErrStopped), or the registration is
 // removed (ErrRemoved).
 func (r *Registration) WaitSynced(ctx context.Context) error {
-	for {
-		select {
-		case <-r.synced:
+	select {
+	case <-r.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.gone:
+		if r.Synced() {
 			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-r.w.done:
-			if r.Synced() {
-				return nil
-			}
-			return r.w.stoppedErr()
 		}
+		return ErrRemoved
+	case <-r.w.done:
+		if r.Synced() {
+			return nil
+		}
+		return r.w.stoppedErr()
 	}
 }
 
@@ -231,6 +235,7 @@ func (r *Registration) Remove() {
 	if r.removed.Swap(true) {
 		return
 	}
+	close(r.gone)
 	w := r.w
 	w.state.mu.Lock()
 	for _, h := range r.handlers {

@@ -190,3 +190,38 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 		t.Errorf("registered from OnSynced: %d events", len(inner.get()))
 	}
 }
+
+// Handlers removed before the watcher is synced never sync: their
+// WaitSynced says so.
+func TestAddHandlersRemovedBeforeSync(t *testing.T) {
+	ctx, js, b := openNetwork(t)
+	b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "r1"}, fleetkv.Route{})
+	hold, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{
+		OnRoute: func(fleetkv.RouteEvent) { once.Do(func() { close(held); <-hold }) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	<-held
+	var got eventLog
+	reg, err := w.AddHandlers(got.handlers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Remove()
+	close(hold)
+	if err := reg.WaitSynced(ctx); !errors.Is(err, kvwatch.ErrRemoved) {
+		t.Errorf("WaitSynced of handlers removed before sync = %v, want ErrRemoved", err)
+	}
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range got.get() {
+		if e == "synced" {
+			t.Error("removed handlers got OnSynced")
+		}
+	}
+}
