@@ -195,8 +195,9 @@ func (r *Registration) report(err error) {
 	r.onError(err)
 }
 
-// Synced reports whether the registration has had its initial events and
-// OnSynced. It does not block.
+// Synced reports whether the registration has had its initial events (its
+// OnSynced runs right after it turns true, as a watcher's does). It does
+// not block.
 func (r *Registration) Synced() bool {
 	select {
 	case <-r.synced:

@@ -171,6 +171,12 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 	if err := reg.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Synced, as a watcher is, once its initial events are delivered; its
+	// OnSynced runs then, on the event goroutine.
+	kvwatchtest.Eventually(t, 10*time.Second, "the early registration's OnSynced", func() bool {
+		got := early.get()
+		return len(got) > 0 && got[len(got)-1] == "synced"
+	})
 	got := early.get()
 	if got[len(got)-1] != "synced" || len(got) != routes+1 {
 		t.Fatalf("early registration got %d events, last %q; want %d then synced", len(got), got[len(got)-1], routes)
