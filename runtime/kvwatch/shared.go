@@ -114,7 +114,7 @@ func (w *Watcher) AddHandlers(handlers []AnyHandler, onSynced func(), onError fu
 	}
 	r.handlers = handlers
 	w.regs = append(slices.Clip(w.regs), r)
-	synced := w.isSynced()
+	synced := w.regsSynced // after the watcher's own OnSynced
 	w.state.mu.Unlock()
 
 	for _, replay := range replays {
@@ -282,9 +282,10 @@ func (b *Binding[K, V]) dispatchRegs(e *rawEntry, regs []regHandler[K, V], copie
 // syncRegistrations runs the OnSynced of every registration, after the
 // watcher's own.
 func (w *Watcher) syncRegistrations() {
-	w.state.mu.RLock()
+	w.state.mu.Lock()
+	w.regsSynced = true
 	regs := w.regs
-	w.state.mu.RUnlock()
+	w.state.mu.Unlock()
 	for _, r := range regs {
 		r.run(r.markSynced)
 	}

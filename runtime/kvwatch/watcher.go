@@ -103,6 +103,10 @@ type Watcher struct {
 	// regs are the registrations of AddHandlers, guarded by state.mu and
 	// copied on write (shared.go).
 	regs []*Registration
+	// regsSynced is set, under state.mu, once the watcher's own OnSynced
+	// has run: a registration added later syncs after its replay, one
+	// added before with the others (shared.go).
+	regsSynced bool
 	// errAtStart is the connection's last error when the watcher started:
 	// an older permissions violation is not this watcher's.
 	errAtStart string

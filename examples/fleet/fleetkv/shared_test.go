@@ -231,3 +231,38 @@ func TestAddHandlersRemovedBeforeSync(t *testing.T) {
 		}
 	}
 }
+
+// Handlers added between the watcher's sync and the end of its own
+// OnSynced (WaitSynced returns in that moment) run their OnSynced after
+// the watcher's, never before or beside it.
+func TestAddHandlersSyncAfterTheWatchersOnSynced(t *testing.T) {
+	ctx, js, b := openNetwork(t)
+	b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "r1"}, fleetkv.Route{})
+	release := make(chan struct{})
+	var order eventLog
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{
+		OnSynced: func() { <-release; order.add("watcher") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := w.AddHandlers(fleetkv.NetworkHandlers{OnSynced: func() { order.add("registration") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Synced() {
+		t.Error("handlers added while the watcher's OnSynced runs are synced before it returned")
+	}
+	close(release)
+	if err := reg.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "both OnSynced", func() bool { return len(order.get()) == 2 })
+	if got := order.get(); !slices.Equal(got, []string{"watcher", "registration"}) {
+		t.Errorf("OnSynced order %q", got)
+	}
+}
