@@ -1,5 +1,7 @@
 package kvwatch
 
+import "slices"
+
 // WithSyncPointHook makes a watcher call f, on its event goroutine, with a
 // checkpoint of its caches at every sync point: when it is synced, and
 // when a SetScopes change is sealed. The robustness test checks each
@@ -7,3 +9,54 @@ package kvwatch
 func WithSyncPointHook(f func(Checkpoint)) Option {
 	return func(c *config) { c.onSyncPoint = f }
 }
+
+// RegistrationState is what AddHandlers saw when it took its snapshot of
+// the caches (see ProbeRegistration).
+type RegistrationState struct {
+	// Revision is the watcher's revision then: the last revision applied
+	// in stream order.
+	Revision uint64
+	// Synced and Rescoping: whether the watcher was synced, and whether a
+	// SetScopes change was being brought in (the caches were then no
+	// state of the filters).
+	Synced, Rescoping bool
+	// Filters are the watcher's filters then.
+	Filters []string
+	// Cached is the number of entries in the caches of every binding:
+	// the events of the replay of a registration of all the kinds.
+	Cached int
+}
+
+// ProbeRegistration returns a handler for AddHandlers that handles no
+// kind: when AddHandlers attaches it, with the state lock held, in the
+// same critical section as the snapshot of the caches and the insertion
+// of the registration's other handlers, it calls f with what the watcher
+// is at. f must not call the watcher.
+func ProbeRegistration(f func(RegistrationState)) AnyHandler { return &probe{f: f} }
+
+type probe struct{ f func(RegistrationState) }
+
+func (p *probe) attachLocked(r *Registration) func() {
+	w := r.w
+	s := RegistrationState{Revision: w.state.revision, Synced: w.isSynced(), Rescoping: w.state.rescoping,
+		Filters: slices.Clone(w.currentFilters())}
+	for _, b := range w.bindings {
+		s.Cached += b.lenLocked()
+	}
+	p.f(s)
+	return nil
+}
+
+func (p *probe) detachLocked(*Registration) {}
+
+// ProbeBinding is ProbeRegistration for Watcher.Events: passed with the
+// watcher's bindings, it adds the probe to the loop's registration and
+// delivers nothing. Events calls only its streamHandler.
+func ProbeBinding(f func(RegistrationState)) AnyBinding { return probeBinding{f: f} }
+
+type probeBinding struct {
+	AnyBinding // nil: no other method is called
+	f          func(RegistrationState)
+}
+
+func (p probeBinding) streamHandler(func(AnyEvent)) AnyHandler { return ProbeRegistration(p.f) }

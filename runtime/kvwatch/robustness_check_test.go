@@ -27,6 +27,10 @@ import (
 //     their revision within their filters.
 //  5. Resumable: a delta delivers only revisions after the checkpoint's.
 //
+// Registrations (AddHandlers, Events) are checked in
+// robustness_shared_test.go: against their watcher's own events, and
+// against the history as a life is, from the state at their snapshot on.
+//
 // One consumer and clean stops are checked while the run goes on.
 
 // checkLife checks one life of watcher id; it returns the violations.
@@ -60,7 +64,7 @@ func checkLife(hist *history, bucketHistory int, id, n int, l *life, mirror bool
 						break
 					}
 					seen = append(seen, fmt.Sprintf("sync@%d", e.rev))
-				} else if e.key == key {
+				} else if e.key == key && !e.dropped {
 					seen = append(seen, fmt.Sprintf("%s@%d initial=%v", e.op, e.rev, e.initial))
 				}
 			}
@@ -107,6 +111,9 @@ func checkLife(hist *history, bucketHistory int, id, n int, l *life, mirror bool
 				}
 			}
 			continue
+		}
+		if e.dropped {
+			continue // a data error: reported, no event
 		}
 		if e.inferred {
 			if e.op != kvwatch.OpDelete {
@@ -205,6 +212,16 @@ func skippedWrites(hist *history, epoch int, key string, a, b uint64, reported m
 // earlier state of it (an older write of its, or absent) and the history
 // has a write of it after the revision: the one the mirror will bring.
 func stateDiff(hist *history, epoch int, cp kvwatch.Checkpoint, skipped bool) []string {
+	var excuse func(key, cached string) bool
+	if skipped {
+		excuse = func(key, cached string) bool { return behind(hist, epoch, cp.Revision, key, cached) }
+	}
+	return stateDiffOf(hist, epoch, cp.Revision, cp.Filters, cacheOf(cp), excuse)
+}
+
+// cacheOf returns the caches of cp as stateDiffOf compares them: each
+// key's "revision value".
+func cacheOf(cp kvwatch.Checkpoint) map[string]string {
 	got := map[string]string{}
 	for _, e := range kvwatch.EntriesOf(cp, &routeKind) {
 		v, _ := json.Marshal(e.Value)
@@ -214,47 +231,81 @@ func stateDiff(hist *history, epoch int, cp kvwatch.Checkpoint, skipped bool) []
 		v, _ := json.Marshal(e.Value)
 		got[e.Key.String()] = fmt.Sprintf("%d %s", e.Revision, v)
 	}
+	return got
+}
+
+// stateDiffOf compares got (each key's "revision value") with the
+// history's state at rev within filters; a key that excuse (if not nil)
+// accepts as it is cached ("" when absent) is no difference.
+func stateDiffOf(hist *history, epoch int, rev uint64, filters []string, got map[string]string, excuse func(key, cached string) bool) []string {
 	want := map[string]string{}
-	for key, w := range hist.stateAt(epoch, cp.Revision) {
-		if !inFilters(cp.Filters, key) || strings.Contains(key, ".other.") || w.value == "not json" {
+	for key, w := range hist.stateAt(epoch, rev) {
+		if !inFilters(filters, key) || strings.Contains(key, ".other.") || w.value == "not json" {
 			continue // out of scope, of no kind, or not decodable: not cached
 		}
 		want[key] = fmt.Sprintf("%d %s", w.rev, canonical(key, w.value))
 	}
-	behind := func(key, cached string) bool {
-		if !skipped {
-			return false
-		}
-		later := false
-		for _, w := range hist.keyWrites(epoch, key) {
-			later = later || w.rev > cp.Revision
-		}
-		if !later {
-			return false
-		}
-		if cached == "" {
-			return true // absent: an earlier state when the key was made meanwhile
-		}
-		var rev uint64
-		fmt.Sscanf(cached, "%d", &rev)
-		w, ok := hist.write(epoch, rev)
-		return ok && w.key == key && w.op == "PUT" && fmt.Sprintf("%d %s", w.rev, canonical(key, w.value)) == cached
-	}
+	excused := func(key, cached string) bool { return excuse != nil && excuse(key, cached) }
 	var diffs []string
 	for key, g := range got {
-		if w, ok := want[key]; !ok && !behind(key, g) {
+		if w, ok := want[key]; !ok && !excused(key, g) {
 			diffs = append(diffs, fmt.Sprintf("%s cached as %s, absent", key, g))
-		} else if ok && w != g && !behind(key, g) {
+		} else if ok && w != g && !excused(key, g) {
 			diffs = append(diffs, fmt.Sprintf("%s cached as %s, want %s", key, g, w))
 		}
 	}
 	for key, w := range want {
-		if _, ok := got[key]; !ok && !behind(key, "") {
+		if _, ok := got[key]; !ok && !excused(key, "") {
 			diffs = append(diffs, fmt.Sprintf("%s missing, want %s", key, w))
 		}
 	}
 	slices.Sort(diffs)
 	return diffs
+}
+
+// behind reports whether key, cached as cached ("" when absent) in a
+// state at rev, is an earlier state of it (an older write of its, or
+// absent) with a write of it in the history after rev: the entry the
+// state lacks was replaced by that write before it was read (see
+// stateDiff).
+func behind(hist *history, epoch int, rev uint64, key, cached string) bool {
+	later := false
+	for _, w := range hist.keyWrites(epoch, key) {
+		later = later || w.rev > rev
+	}
+	if !later {
+		return false
+	}
+	if cached == "" {
+		return true // absent: an earlier state when the key was made meanwhile
+	}
+	var at uint64
+	fmt.Sscanf(cached, "%d", &at)
+	w, ok := hist.write(epoch, at)
+	return ok && w.key == key && w.op == "PUT" && fmt.Sprintf("%d %s", w.rev, canonical(key, w.value)) == cached
+}
+
+// lagging is the excuse of a state taken between sync points (a
+// registration's replay, the caches at its revision rev): the live tail
+// applies the stream in order, and an entry removed before the consumer
+// got to it is never delivered, so its key stays at an earlier state
+// until the write that removed it arrives (README, Watch guarantees, 4;
+// Watcher.Checkpoint). On a bucket keeping one revision a key, any later
+// write removes it (behind); keeping more, only a later purge (its
+// rollup) or the per-key limit: then the key is behind and every write of
+// it after its cached one up to rev is one skippedWrites excuses.
+func lagging(hist *history, epoch int, bucketHistory int, reported map[uint64]bool, rev uint64, key, cached string) bool {
+	if !behind(hist, epoch, rev, key, cached) {
+		return false
+	}
+	if bucketHistory == 1 {
+		return true
+	}
+	var from uint64
+	if cached != "" {
+		fmt.Sscanf(cached, "%d", &from)
+	}
+	return len(skippedWrites(hist, epoch, key, from, rev+1, reported)) == 0
 }
 
 // inFilters reports whether key's subject matches one of filters.

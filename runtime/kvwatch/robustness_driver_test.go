@@ -298,7 +298,7 @@ func (d *robustDriver) operate() {
 	rw := d.watchers[d.rng.IntN(len(d.watchers))]
 	w, _ := rw.watcher()
 	d.report.ops++
-	switch x := d.rng.IntN(100); {
+	switch x := d.rng.IntN(115); {
 	case x < 25:
 		rw.save()
 	case x < 45:
@@ -315,15 +315,89 @@ func (d *robustDriver) operate() {
 		rw.stop(d.run.healthy.Load())
 		if err := rw.start(randomScopes(d.rng, 8), true); err != nil {
 			d.run.violation("watcher %d: resume: %v", rw.id, err)
+		} else if d.rng.IntN(2) == 0 {
+			d.addRegistration(rw) // before it is synced, most often
 		}
 	case x < 92:
 		rw.stop(d.run.healthy.Load())
 		if err := rw.start(randomScopes(d.rng, 8), false); err != nil {
 			d.run.violation("watcher %d: start: %v", rw.id, err)
+		} else if d.rng.IntN(2) == 0 {
+			d.addRegistration(rw)
+		}
+	case x < 100:
+		rw.noteConsumer()
+	default:
+		d.registrations(rw, x-100)
+	}
+}
+
+// registrations does one random operation (x of 15) on the handlers
+// added to rw's watcher and the loops over its events
+// (robustness_shared_test.go).
+func (d *robustDriver) registrations(rw *robustWatcher, x int) {
+	w, l := rw.watcher()
+	switch {
+	case x < 6:
+		d.addRegistration(rw)
+	case x < 9:
+		var live []*rreg
+		for _, g := range l.registrations() {
+			if g.live() {
+				live = append(live, g)
+			}
+		}
+		if len(live) > 0 {
+			live[d.rng.IntN(len(live))].remove(l)
+		}
+	case x < 12:
+		running := 0
+		for _, g := range l.registrations() {
+			if g.running() {
+				running++
+			}
+		}
+		if running < 2 {
+			plan := regPlan{how: regLoop, slow: d.rng.IntN(4) == 0}
+			if d.rng.IntN(2) == 0 {
+				plan.breakAfter = 1 + d.rng.IntN(2000)
+			}
+			rw.startLoop(l, w, plan)
+		}
+	case x < 13:
+		for _, g := range l.registrations() {
+			if g.running() {
+				rw.endLoop(g)
+				break
+			}
 		}
 	default:
-		rw.noteConsumer()
+		plan := regPlan{how: regInHandler}
+		if d.rng.IntN(3) == 0 {
+			plan.removeAfter = 1 + d.rng.IntN(400)
+		}
+		rw.addInCall.Store(&plan) // the next handler call adds it
 	}
+}
+
+// addRegistration adds handlers to rw's watcher from the driver, unless
+// it has 3 already.
+func (d *robustDriver) addRegistration(rw *robustWatcher) {
+	w, l := rw.watcher()
+	live := 0
+	for _, g := range l.registrations() {
+		if g.live() {
+			live++
+		}
+	}
+	if live >= 3 {
+		return
+	}
+	plan := regPlan{how: regDriver}
+	if d.rng.IntN(3) == 0 {
+		plan.removeAfter = 1 + d.rng.IntN(400)
+	}
+	rw.addRegistration(l, w, plan)
 }
 
 // setScopes re-scopes a watcher from the driver, as a node's control loop

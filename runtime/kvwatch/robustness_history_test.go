@@ -38,6 +38,7 @@ type hwrite struct {
 	key   string
 	op    string // PUT, DEL or PURGE
 	value string
+	batch string // the id of the atomic batch it was written in, if any
 }
 
 // history records the writes of a run.
@@ -458,7 +459,7 @@ func (wr *writer) sendBatch(ctx context.Context, ws []hwrite) {
 		}
 		first := commit - uint64(len(a.writes)) + 1
 		for i, w := range a.writes {
-			w.epoch, w.rev = epoch, first+uint64(i)
+			w.epoch, w.rev, w.batch = epoch, first+uint64(i), a.id
 			wr.hist.record(w)
 		}
 		wr.batches++

@@ -27,7 +27,11 @@ import (
 // leader, a stream leader step-down; the bucket deleted and made again; in
 // a fleet, two of three watchers on an edge's mirror, its link to the hub
 // cut, the edge restarted). Every watch guarantee of DESIGN.md §4a is then
-// checked against the recorded history of writes (robustness_check_test.go).
+// checked against the recorded history of writes (robustness_check_test.go),
+// and for the handlers added to running watchers (AddHandlers, from the
+// driver and from handlers, removed now and then) and the loops over their
+// events (Events), against their watchers' own events too
+// (robustness_shared_test.go).
 //
 //	go test ./runtime/kvwatch -run Robustness              # the short run, part of go test ./...
 //	go test ./runtime/kvwatch -run Robustness -soak 10m    # runs after runs, for 10 minutes
@@ -63,6 +67,7 @@ func TestRobustness(t *testing.T) {
 				total.add(r)
 			}
 			t.Logf("soak %s: %s", topo.name, total)
+			t.Logf("soak %s: registrations: %s", topo.name, total.regDetail)
 		})
 	}
 }
@@ -73,7 +78,12 @@ type robustReport struct {
 	// Atomic batches committed, attempts whose outcome was looked up on
 	// the stream (of which found stored), attempts sent again.
 	batches, batchesLookedUp, batchesFound, batchesResent int
-	faultsByName                                          map[string]int
+	// Handlers added to running watchers (AddHandlers) and loops over
+	// their events (Events), checked against their watchers' events and
+	// the history: how many, how many removed, their events.
+	regs, regsRemoved, loops, regEvents int
+	regDetail                           regStats
+	faultsByName                        map[string]int
 }
 
 func (a *robustReport) add(b robustReport) {
@@ -88,6 +98,11 @@ func (a *robustReport) add(b robustReport) {
 	a.batchesLookedUp += b.batchesLookedUp
 	a.batchesFound += b.batchesFound
 	a.batchesResent += b.batchesResent
+	a.regs += b.regs
+	a.regsRemoved += b.regsRemoved
+	a.loops += b.loops
+	a.regEvents += b.regEvents
+	a.regDetail.add(b.regDetail)
 	if a.faultsByName == nil {
 		a.faultsByName = map[string]int{}
 	}
@@ -102,9 +117,11 @@ func (r robustReport) String() string {
 		faults = append(faults, fmt.Sprintf("%s %d", k, r.faultsByName[k]))
 	}
 	return fmt.Sprintf("%d runs, %d writes (%d atomic batches; %d batch outcomes looked up, %d found stored; %d batch attempts sent again), "+
-		"%d watcher operations, %d faults (%s), %d events and %d sync points checked, %d violations",
+		"%d watcher operations, %d faults (%s), %d events and %d sync points checked, "+
+		"%d registrations by AddHandlers (%d removed) and %d Events loops, %d of their events checked, %d violations",
 		r.runs, r.writes, r.batches, r.batchesLookedUp, r.batchesFound, r.batchesResent,
-		r.ops, r.faults, strings.Join(faults, ", "), r.events, r.syncPoints, r.violations)
+		r.ops, r.faults, strings.Join(faults, ", "), r.events, r.syncPoints,
+		r.regs, r.regsRemoved, r.loops, r.regEvents, r.violations)
 }
 
 // robustRun is the state of one run.
@@ -240,8 +257,10 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	drive.reviveEnded()
 	for _, rw := range watchers {
 		rw.rescopeInCall.Store(nil)
+		rw.addInCall.Store(nil)
 		rw.slow.Store(0)
 		drive.converge(rw)
+		drive.quiesce(rw)
 	}
 	for _, rw := range watchers {
 		rw.stop(true)
@@ -258,15 +277,22 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	for _, rw := range watchers {
 		for n, l := range rw.lives {
 			lifeBad := checkLife(r.hist, topo.history, rw.id, n, l, env.onMirror(rw.id))
+			var st regStats
+			lifeBad = append(lifeBad, checkRegistrations(r.hist, topo.history, rw.id, n, l, env.onMirror(rw.id), &st)...)
 			if len(lifeBad) > 0 && testing.Verbose() {
-				t.Logf("watcher %d life %d, its log:\n%s", rw.id, n, l.log.text())
+				t.Logf("watcher %d life %d, its log:\n%s\n%s", rw.id, n, l.log.text(), describeRegs(l))
 			}
 			bad = append(bad, lifeBad...)
 			for _, e := range l.events {
-				if !e.sync {
+				if !e.sync && !e.dropped {
 					report.events++
 				}
 			}
+			report.regs += st.regs - st.loops
+			report.regsRemoved += st.removed
+			report.loops += st.loops
+			report.regEvents += st.events
+			report.regDetail.add(st)
 			report.syncPoints += len(l.syncs)
 		}
 	}
@@ -275,6 +301,7 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	r.hist.mu.Unlock()
 	report.violations = len(bad)
 	t.Logf("%s: %s", topo.name, report)
+	t.Logf("%s: registrations: %s", topo.name, report.regDetail)
 	if len(bad) > 0 {
 		t.Errorf("seed %d: %d violations of the watch guarantees, e.g.:\n%s", seed, len(bad), strings.Join(bad[:min(len(bad), 25)], "\n"))
 	}
@@ -309,6 +336,9 @@ func (d *robustDriver) converge(rw *robustWatcher) {
 		if err == nil {
 			cp.Revision = ^uint64(0) // the final state
 			if diff = stateDiff(d.run.hist, l.readEpoch(), cp, false); len(diff) == 0 {
+				l.mu.Lock()
+				l.final = &cp
+				l.mu.Unlock()
 				return
 			}
 		}
@@ -316,4 +346,40 @@ func (d *robustDriver) converge(rw *robustWatcher) {
 	}
 	_, l := rw.watcher()
 	d.run.violation("watcher %d: not at the final state within 20 s of the end: %v\nits log:\n%s", rw.id, diff[:min(len(diff), 10)], l.log.text())
+}
+
+// quiesce waits, once the watcher's caches hold the final state
+// (converge), until its handlers' events (with its data errors) make that
+// state too, then a little for its registrations' last events: Stop, which
+// stops handlers, then cuts none short, and the registrations' final
+// states are checked (checkReg).
+func (d *robustDriver) quiesce(rw *robustWatcher) {
+	_, l := rw.watcher()
+	l.mu.Lock()
+	final := l.final
+	l.mu.Unlock()
+	if final == nil {
+		return // converge reported it
+	}
+	want := cacheOf(*final)
+	var diff []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s := l.restoredState()
+		l.mu.Lock()
+		for _, e := range l.events {
+			s.apply(e)
+		}
+		l.mu.Unlock()
+		if diff = mapDiff(s.cache(), want); len(diff) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			d.run.violation("watcher %d: its handlers' events do not make its final caches within 10 s: %v", rw.id, diff)
+			return
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the registrations' handlers of the last event, best effort
+	l.mu.Lock()
+	l.quiet = true
+	l.mu.Unlock()
 }

@@ -36,6 +36,19 @@ type revent struct {
 	sync    bool
 	filters []string
 	epoch   int
+	// dropped marks a data error in the sequence (no event): the value at
+	// rev did not decode, and the watcher took key out of its cache.
+	dropped bool
+}
+
+// newRevent flattens an event.
+func newRevent(key string, op kvwatch.Op, value any, rev uint64, initial, left, unknown bool) revent {
+	e := revent{key: key, op: op, rev: rev, initial: initial, left: left, unknown: unknown, inferred: left || unknown}
+	if op == kvwatch.OpPut {
+		b, _ := json.Marshal(value)
+		e.value = string(b)
+	}
+	return e
 }
 
 // life is one run of a watcher, from Start to its end.
@@ -61,6 +74,24 @@ type life struct {
 	reported map[uint64]bool
 	// log keeps the watcher's debug log, shown when a check fails.
 	log lineLog
+
+	// The bindings the watcher was started with: registrations and loops
+	// over its events are made of them (robustness_shared_test.go).
+	routes  *kvwatch.Binding[routeKey, route]
+	configs *kvwatch.Binding[vpcKey, vpcConfig]
+	// regs are the registrations and loops added to the watcher.
+	regs []*rreg
+	// syncedSeq stamps the watcher's own OnSynced (regSeq), 0 if it did
+	// not run.
+	syncedSeq uint64
+	// stopAt is len(events) when Stop was called, -1 if it was not (the
+	// watch ended on its own).
+	stopAt int
+	// final is the checkpoint that matched the bucket's final state at
+	// the end of the run (converge), and quiet is set once the watcher's
+	// events (with its data errors) made that state too (quiesce).
+	final *kvwatch.Checkpoint
+	quiet bool
 }
 
 // lineLog is a slog handler keeping the last 400 lines logged.
@@ -121,6 +152,8 @@ type robustWatcher struct {
 	// Set by the driver, read by handlers.
 	slow          atomic.Int64 // a handler sleeps this long (ns)
 	rescopeInCall atomic.Pointer[kvwatch.Scopes]
+	// addInCall makes the next handler call add a registration so.
+	addInCall atomic.Pointer[regPlan]
 	// handlerCalls counts SetScopes calls made from handlers.
 	handlerCalls atomic.Int64
 }
@@ -144,7 +177,7 @@ func (s savedCheckpoint) checkpoint() kvwatch.Checkpoint {
 
 // start starts a life: fresh, or resumed from the saved checkpoint.
 func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
-	l := &life{epoch: rw.run.hist.currentEpoch(), consumers: map[string]bool{}, reported: map[uint64]bool{}}
+	l := &life{epoch: rw.run.hist.currentEpoch(), consumers: map[string]bool{}, reported: map[uint64]bool{}, stopAt: -1}
 	var opts []kvwatch.Option
 	if resume && rw.saved != nil {
 		var s savedCheckpoint
@@ -168,8 +201,14 @@ func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
 	configs := kvwatch.Bind(&vpcKind, func(ev kvwatch.Event[vpcKey, vpcConfig]) {
 		rw.handle(l, &self, ev.Key.String(), ev.Op, ev.Value, ev.Revision, ev.Initial, ev.LeftScope, ev.FinalStateUnknown)
 	})
+	l.routes, l.configs = routes, configs
 	opts = append(opts,
 		kvwatch.WithLogger(slog.New(&l.log)),
+		kvwatch.OnSynced(func() {
+			l.mu.Lock()
+			l.syncedSeq = regSeq.Add(1)
+			l.mu.Unlock()
+		}),
 		kvwatch.WithSyncPointHook(func(cp kvwatch.Checkpoint) {
 			l.log.note(fmt.Sprintf("sync point at %d, filters %v", cp.Revision, cp.Filters))
 			for self.Load() == nil { // Start has not returned yet
@@ -190,6 +229,9 @@ func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
 			if errors.As(err, &data) {
 				l.mu.Lock()
 				l.reported[data.Revision] = true
+				// In the sequence: the key left the cache (registrations
+				// are not told, as handlers are not).
+				l.events = append(l.events, revent{dropped: true, key: data.Key, rev: data.Revision})
 				l.mu.Unlock()
 			}
 			if !errors.As(err, &data) && !errors.As(err, &unknown) {
@@ -214,12 +256,7 @@ func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
 
 // handle records an event and does what the driver asked handlers to do.
 func (rw *robustWatcher) handle(l *life, self *atomic.Pointer[kvwatch.Watcher], key string, op kvwatch.Op, value any, rev uint64, initial, left, unknown bool) {
-	e := revent{key: key, op: op, rev: rev, initial: initial, left: left, unknown: unknown, inferred: left || unknown}
-	if op == kvwatch.OpPut {
-		b, _ := json.Marshal(value)
-		e.value = string(b)
-	}
-	l.add(e)
+	l.add(newRevent(key, op, value, rev, initial, left, unknown))
 	if d := rw.slow.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
@@ -233,6 +270,11 @@ func (rw *robustWatcher) handle(l *life, self *atomic.Pointer[kvwatch.Watcher], 
 			if err != nil {
 				rw.run.violation("watcher %d: SetScopes from a handler: %v", rw.id, err)
 			}
+		}
+	}
+	if plan := rw.addInCall.Swap(nil); plan != nil {
+		if w := self.Load(); w != nil {
+			rw.addRegistration(l, w, *plan) // the replay runs here, on the event goroutine
 		}
 	}
 }
@@ -287,6 +329,10 @@ func (rw *robustWatcher) save() {
 func (rw *robustWatcher) stop(healthy bool) {
 	w, l := rw.watcher()
 	rw.noteConsumer()
+	rw.endLoops(l) // before Stop: a loop's registration is removed, not cut short
+	l.mu.Lock()
+	l.stopAt = len(l.events)
+	l.mu.Unlock()
 	done := make(chan struct{})
 	go func() { w.Stop(); close(done) }()
 	select {
