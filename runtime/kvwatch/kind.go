@@ -52,8 +52,8 @@ type AnyBinding interface {
 	lenLocked() int
 	beginRelist(match func(raw string) bool)
 	cancelRelist()
-	endRelist(w *Watcher, revision uint64)
-	leaveScope(w *Watcher, inScope func(string) bool, revision uint64)
+	endRelistLocked(w *Watcher, revision uint64) (deliver func())
+	leaveScopeLocked(w *Watcher, inScope func(string) bool, revision uint64) (deliver func())
 	streamHandler(send func(AnyEvent)) AnyHandler
 }
 
@@ -299,33 +299,42 @@ func (b *Binding[K, V]) cancelRelist() { b.unseen = nil }
 // key the re-list did not find: it vanished while the watcher was away
 // (or between a failed read and its retry), and the stream no longer says
 // how.
-func (b *Binding[K, V]) endRelist(w *Watcher, revision uint64) {
+// The caller holds the state lock, and runs what it returns once it has
+// released it (Watcher.removeAll).
+func (b *Binding[K, V]) endRelistLocked(w *Watcher, revision uint64) func() {
 	if b.unseen == nil {
-		return
+		return nil
 	}
 	unseen := b.unseen
 	b.unseen = nil
-	b.remove(w, revision, func(k K, _ string) bool { _, ok := unseen[k]; return ok },
+	return b.removeLocked(w, revision, func(k K, _ string) bool { _, ok := unseen[k]; return ok },
 		func(ev *Event[K, V]) { ev.Initial, ev.FinalStateUnknown = true, true })
 }
 
-// leaveScope removes the keys outside the watcher's new scopes, delivering
-// each as a delete with LeftScope set.
-func (b *Binding[K, V]) leaveScope(w *Watcher, inScope func(string) bool, revision uint64) {
-	b.remove(w, revision, func(_ K, raw string) bool { return !inScope(raw) },
+// leaveScopeLocked removes the keys outside the watcher's new scopes, to be
+// delivered each as a delete with LeftScope set (as endRelistLocked).
+func (b *Binding[K, V]) leaveScopeLocked(w *Watcher, inScope func(string) bool, revision uint64) func() {
+	return b.removeLocked(w, revision, func(_ K, raw string) bool { return !inScope(raw) },
 		func(ev *Event[K, V]) { ev.LeftScope = true })
 }
 
-// remove takes the entries that match out of the cache and delivers each
-// as an OpDelete carrying its last value, in key order, marked by mark.
-func (b *Binding[K, V]) remove(w *Watcher, revision uint64, match func(K, string) bool, mark func(*Event[K, V])) {
-	w.state.mu.Lock()
+// removeLocked takes the entries that match out of the cache, with the
+// state lock held, and returns their delivery, each as an OpDelete
+// carrying its last value, in key order, marked by mark.
+func (b *Binding[K, V]) removeLocked(w *Watcher, revision uint64, match func(K, string) bool, mark func(*Event[K, V])) func() {
 	gone := b.cache.listLocked(match)
+	if len(gone) == 0 {
+		return nil
+	}
 	for _, e := range gone {
 		b.cache.deleteLocked(e.Key)
 	}
 	regs := b.regs
-	w.state.mu.Unlock()
+	return func() { b.deliverRemoved(w, revision, gone, mark, regs) }
+}
+
+// deliverRemoved delivers the removal of gone, unlocked.
+func (b *Binding[K, V]) deliverRemoved(w *Watcher, revision uint64, gone []Entry[K, V], mark func(*Event[K, V]), regs []regHandler[K, V]) {
 	for _, e := range gone {
 		ev := Event[K, V]{Op: OpDelete, Key: e.Key, Prev: e.Value, HasPrev: true, Revision: revision}
 		mark(&ev)

@@ -310,9 +310,7 @@ func (w *Watcher) switchScopes(filters []string, sw *scopeSwitch) {
 	if len(filters) == 0 {
 		inScope = func(string) bool { return false }
 	}
-	for _, b := range w.bindings {
-		b.leaveScope(w, inScope, sw.rev)
-	}
+	w.removeAll(func(b AnyBinding) func() { return b.leaveScopeLocked(w, inScope, sw.rev) })
 }
 
 // setRescoping records whether a re-scope is being brought in, under the

@@ -49,8 +49,24 @@ func (w *Watcher) beginRelist(match func(raw string) bool) {
 // re-list did not confirm; nothing when no re-list runs.
 func (w *Watcher) endRelist() {
 	rev := w.revision()
+	w.removeAll(func(b AnyBinding) func() { return b.endRelistLocked(w, rev) })
+}
+
+// removeAll takes what each binding removes (take, with the state lock
+// held) out of the caches under one lock, then delivers it: no cache
+// reader, checkpoint or handler added meanwhile sees some kinds' removals
+// without the others'.
+func (w *Watcher) removeAll(take func(AnyBinding) func()) {
+	var deliver []func()
+	w.state.mu.Lock()
 	for _, b := range w.bindings {
-		b.endRelist(w, rev)
+		if f := take(b); f != nil {
+			deliver = append(deliver, f)
+		}
+	}
+	w.state.mu.Unlock()
+	for _, f := range deliver {
+		f()
 	}
 }
 

@@ -266,3 +266,41 @@ func TestAddHandlersSyncAfterTheWatchersOnSynced(t *testing.T) {
 		t.Errorf("OnSynced order %q", got)
 	}
 }
+
+// SetScopes takes the keys of a left scope out of every kind's cache at
+// once, before any handler hears of it: a handler (or handlers added
+// then) never sees one kind's entries of the scope gone and another's
+// still there.
+func TestLeavingAScopeEmptiesEveryCacheAtOnce(t *testing.T) {
+	ctx, js, b := openNetwork(t)
+	for _, vpc := range []string{"a", "b"} {
+		b.PutVPCConfig(ctx, fleetkv.VPCConfigKey{VPC: vpc}, fleetkv.VPCConfig{Name: vpc})
+		b.PutRoute(ctx, fleetkv.RouteKey{VPC: vpc, RouteID: "r1"}, fleetkv.Route{})
+	}
+	var w *fleetkv.NetworkWatcher
+	var routesLeft = -1
+	ready := make(chan struct{})
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a", "b"}}, fleetkv.NetworkHandlers{
+		OnVPCConfig: func(ev fleetkv.VPCConfigEvent) {
+			if ev.LeftScope {
+				<-ready
+				inB, _ := w.RouteCache().In(fleetkv.NetworkScopes{VPC: []string{"b"}})
+				routesLeft = len(inB)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	close(ready)
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetScopes(ctx, fleetkv.NetworkScopes{VPC: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if routesLeft != 0 {
+		t.Errorf("when vpc b's config left the scopes, %d of its routes were still cached", routesLeft)
+	}
+}
