@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -168,24 +167,21 @@ func batchAck(data []byte) (uint64, error) {
 const atomicPublishDisabled = 10174
 
 // putPrefix returns what a write's subject starts with, as nats.go's KV
-// writes do: "$KV.<bucket>." with the JetStream API prefix in front when
-// it is not the default one, or the origin's subjects for a mirror
-// (reached through its external API prefix across domains).
+// writes do (mapStreamToKVS): the bucket's subjects, the origin's for a
+// mirror (subjectPrefix), behind the mirror's external API prefix across
+// domains, else behind the JetStream API prefix when it is not the default.
 func putPrefix(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (string, error) {
 	stream, err := js.Stream(ctx, "KV_"+kv.Bucket())
 	if err != nil {
 		return "", fmt.Errorf("kvwatch: batch: bucket %s: %w", kv.Bucket(), noJetStream(js, err))
 	}
-	pre := "$KV." + kv.Bucket() + "."
-	if api := directget.APIPrefix(js); api != "$JS.API." {
+	cfg := stream.CachedInfo().Config
+	pre := subjectPrefix(kv.Bucket(), &cfg)
+	switch m, api := cfg.Mirror, directget.APIPrefix(js); {
+	case m != nil && m.External != nil && m.External.APIPrefix != "":
+		pre = m.External.APIPrefix + "." + pre
+	case api != "$JS.API.":
 		pre = api + pre
-	}
-	if m := stream.CachedInfo().Config.Mirror; m != nil {
-		origin := strings.TrimPrefix(m.Name, "KV_")
-		pre = "$KV." + origin + "."
-		if m.External != nil && m.External.APIPrefix != "" {
-			pre = m.External.APIPrefix + "." + pre
-		}
 	}
 	return pre, nil
 }

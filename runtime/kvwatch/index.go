@@ -78,31 +78,29 @@ func (c *Cache[K, V]) deleteLocked(key K) {
 // kind does not have. The generated cache's lookups (ByNextHop, …) call
 // it with the field's type; value must have that type.
 func (c *Cache[K, V]) ByIndex(name string, value any) []Entry[K, V] {
+	type keyed struct {
+		raw   string
+		entry Entry[K, V]
+	}
+	var found []keyed
 	c.st.mu.RLock()
-	var list []Entry[K, V]
-	var raws []string
 	for _, ix := range c.indexes {
 		if ix.name != name {
 			continue
 		}
 		for k := range ix.keys[value] {
 			it := c.items[k]
-			list = append(list, Entry[K, V]{Key: k, Value: it.Value, Revision: it.Revision, Created: it.Created})
-			raws = append(raws, it.key)
+			found = append(found, keyed{it.key, Entry[K, V]{Key: k, Value: it.Value, Revision: it.Revision, Created: it.Created}})
 		}
 	}
 	c.st.mu.RUnlock()
-	if len(list) == 0 {
+	if len(found) == 0 {
 		return nil
 	}
-	order := make([]int, len(list))
-	for i := range order {
-		order[i] = i
+	slices.SortFunc(found, func(a, b keyed) int { return cmp.Compare(a.raw, b.raw) })
+	list := make([]Entry[K, V], len(found))
+	for i, f := range found {
+		list[i] = f.entry
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(raws[a], raws[b]) })
-	sorted := make([]Entry[K, V], len(list))
-	for i, j := range order {
-		sorted[i] = list[j]
-	}
-	return c.cloneAll(sorted)
+	return c.cloneAll(list)
 }

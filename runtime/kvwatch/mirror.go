@@ -37,10 +37,20 @@ func (w *Watcher) learnStream(info *jetstream.StreamInfo) {
 	if info == nil || info.Config.Mirror == nil {
 		return
 	}
-	if origin, ok := strings.CutPrefix(info.Config.Mirror.Name, "KV_"); ok && origin != "" {
-		w.subjectPrefix = "$KV." + origin + "."
-	}
+	w.subjectPrefix = subjectPrefix(w.bucket, &info.Config)
 	w.mirror.set(info)
+}
+
+// subjectPrefix returns "$KV.<bucket>." for the stream of bucket, whose
+// config is cfg: for a mirror of a bucket named otherwise, the origin's
+// (a mirror keeps its origin's subjects).
+func subjectPrefix(bucket string, cfg *jetstream.StreamConfig) string {
+	if m := cfg.Mirror; m != nil {
+		if origin, ok := strings.CutPrefix(m.Name, "KV_"); ok && origin != "" {
+			return "$KV." + origin + "."
+		}
+	}
+	return "$KV." + bucket + "."
 }
 
 // MirrorStats is what a watcher knows of its bucket's stream when it is a

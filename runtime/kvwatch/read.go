@@ -64,12 +64,8 @@ func openReader(ctx context.Context, js jetstream.JetStream, bucket string) (*bu
 	if err != nil {
 		return nil, fmt.Errorf("kvwatch: bucket %s: %w", bucket, noJetStream(js, err))
 	}
-	r := &bucketReader{js: js, bucket: bucket, stream: stream, info: stream.CachedInfo(), prefix: "$KV." + bucket + "."}
-	if m := r.info.Config.Mirror; m != nil {
-		if origin, ok := strings.CutPrefix(m.Name, "KV_"); ok && origin != "" {
-			r.prefix = "$KV." + origin + "."
-		}
-	}
+	r := &bucketReader{js: js, bucket: bucket, stream: stream, info: stream.CachedInfo()}
+	r.prefix = subjectPrefix(bucket, &r.info.Config)
 	if !r.info.Config.AllowDirect && !r.info.Config.MirrorDirect {
 		return nil, fmt.Errorf("kvwatch: bucket %s: %w (the stream does not allow direct get)", bucket, directget.ErrNoDirectGet)
 	}
