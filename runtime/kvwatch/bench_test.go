@@ -62,8 +62,9 @@ func BenchmarkTemplateSplit(b *testing.B) {
 }
 
 // BenchmarkApply is one live event through a watcher: key parse, JSON
-// decode of a ~200-byte value, cache update (with its copy) and the
-// handler call.
+// decode of a ~200-byte value, cache update (with its copy), the hand-off
+// to the handlers' queue and the handler call (run here, on the same
+// goroutine, as the listener's goroutine runs it).
 func BenchmarkApply(b *testing.B) { benchApply(b, &benchKind) }
 
 // BenchmarkApplyIndexed is BenchmarkApply on a kind whose cache has an
@@ -77,11 +78,16 @@ func BenchmarkApplyIndexed(b *testing.B) {
 
 func benchApply(b *testing.B, kind *kvwatchimpl.Kind[benchKey, benchValue]) {
 	w := &Watcher{cfg: defaultConfig()}
-	w.disp = dispatcher{cfg: &w.cfg, stats: &w.stats}
+	w.listening.Store(&[]*Registration{})
 	var seen int
 	binding := Bind(kind, func(ev Event[benchKey, benchValue]) { seen += ev.Value.Metric })
 	binding.attach(w)
 	w.bindings, w.templates = []AnyBinding{binding}, []*kvwatchimpl.Template{benchTemplate}
+	w.own = w.newRegistration(nil, nil)
+	if err := w.register(w.own, []AnyHandler{binding.ownHandler()}, false, false); err != nil {
+		b.Fatal(err)
+	}
+	l := w.own.l
 	values := make([][]byte, 100)
 	for i := range values {
 		values[i], _ = json.Marshal(benchValue{Name: "item-1", Owner: fmt.Sprintf("team-%02d", i), CIDR: "10.0.1.0/24", NextHop: "10.0.0.1",
@@ -97,6 +103,13 @@ func benchApply(b *testing.B, kind *kvwatchimpl.Kind[benchKey, benchValue]) {
 	for b.Loop() {
 		e := rawEntry{key: keys[i%len(keys)], value: values[(i/len(keys)+i)%len(values)], op: OpPut, revision: uint64(i), created: now, ordered: true}
 		w.deliver(e)
+		items, _ := l.next(nil, nil)
+		for _, d := range items {
+			l.begin()
+			d.run()
+			l.finish(w)
+		}
+		l.done(items)
 		i++
 	}
 }

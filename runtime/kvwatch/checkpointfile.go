@@ -295,7 +295,7 @@ func (w *Watcher) loadCheckpointFile() {
 // the event goroutine calls it before anything else.
 func (w *Watcher) reportCheckpointFile() {
 	if f := w.cfg.checkpointFile; f != nil && f.loadErr != nil {
-		w.disp.notify(f.loadErr)
+		w.notify(f.loadErr)
 	}
 }
 

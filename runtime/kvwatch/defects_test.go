@@ -3,7 +3,6 @@ package kvwatch_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -160,11 +159,11 @@ func TestResumeAfterTheBucketWasRecreatedWithTheSameRevisions(t *testing.T) {
 }
 
 // A handler may call SetScopes (a node's assignment changes with an
-// event): the call returns once the change is queued, the change is
-// applied after the handler returns, and the watcher goes on; Stop from a
-// handler returns too, and so does WaitSynced before the watcher is
-// synced. Before, SetScopes from a handler waited for the goroutine it
-// ran on: the watcher hung for good, and so did a later Stop.
+// event): the call returns once the change is applied, and the watcher
+// goes on; Stop from a handler returns too, and so does WaitSynced before
+// the watcher is synced (once it is). Before, SetScopes from a handler
+// waited for the goroutine it ran on: the watcher hung for good, and so
+// did a later Stop.
 func TestCallsFromAHandlerReturn(t *testing.T) {
 	js, kv := setup(t)
 	put(t, kv, "vpc.a.route.r1", route{CIDR: "a"})
@@ -219,17 +218,18 @@ func TestCallsFromAHandlerReturn(t *testing.T) {
 		}
 		return result{}
 	}
-	if r := next("WaitSynced"); !errors.Is(r.err, kvwatch.ErrInHandler) {
-		t.Errorf("WaitSynced from a handler before sync = %v, want ErrInHandler", r.err)
+	if r := next("WaitSynced"); r.err != nil {
+		t.Errorf("WaitSynced from a handler before sync = %v, want nil once synced", r.err)
 	}
 	waitSynced(t, w)
 	put(t, kv, "vpc.a.route.move", route{CIDR: "a"})
 	if r := next("SetScopes"); r.err != nil {
 		t.Fatalf("SetScopes from a handler: %v", r.err)
 	}
-	kvwatchtest.Eventually(t, 10*time.Second, "scopes changed to b", func() bool {
-		return slices.Equal(w.Filters(), []string{"$KV.network.vpc.b", "$KV.network.vpc.b.>"}) && w.Stats().Kinds["Route"].Cached == 1
-	})
+	// Applied when it returned: the caches are exact for the new scopes.
+	if f := w.Filters(); !slices.Equal(f, []string{"$KV.network.vpc.b", "$KV.network.vpc.b.>"}) || w.Stats().Kinds["Route"].Cached != 1 {
+		t.Errorf("after SetScopes from a handler returned: filters %v, %d routes cached, want vpc b's and 1", f, w.Stats().Kinds["Route"].Cached)
+	}
 	// Two writes at once, likely in one pull: after Stop from a handler no
 	// handler runs, even for an entry already received.
 	stop, err := js.PublishAsync("$KV.network.vpc.b.route.stop", []byte(`{}`))
@@ -348,43 +348,31 @@ func TestACatchUpDeliversADeleteOfAKeyItDidNotHold(t *testing.T) {
 // WaitRevision(rev) means every change up to rev is in the caches. With
 // history 1 a write at rev replaced by a newer one before the tail got to
 // it is gone from the stream: the check then saw only the newer entry,
-// after rev, took nothing in scope to be pending, and returned while the
-// caches held neither (the tail was busy in a handler). It must wait for
-// the tail to apply the newer entry.
+// after rev, took nothing in scope to be pending, and said yes while the
+// caches held neither (the tail was busy). It must wait for the tail to
+// apply the newer entry. Here the tail is stopped for good, its revision
+// before the write.
 func TestWaitRevisionWaitsForAReplacedWrite(t *testing.T) {
 	js, kv := setup(t)
-	release := make(chan struct{})
-	var once sync.Once
-	routes := kvwatch.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
-		if ev.Key.RouteID == "block" {
-			<-release // the tail waits here, its revision at this entry's
-		}
-	})
-	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), []kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)})
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
-	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before Stop, which waits for the handler
 	waitSynced(t, w)
-	block := put(t, kv, "vpc.a.route.block", route{CIDR: "block"})
-	kvwatchtest.Eventually(t, 5*time.Second, "the tail in the handler", func() bool { return w.Stats().LastRevision >= block })
+	before := put(t, kv, "vpc.a.route.before", route{CIDR: "before"})
+	waitRevision(t, w, before)
+	w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Nothing in scope after the tail's revision: it is up to a write
+	// outside its scopes.
+	outside := put(t, kv, "vpc.b.route.k", route{CIDR: "b"})
+	if up, err := w.UpTo(ctx, outside); err != nil || !up {
+		t.Errorf("UpTo(%d) with nothing in scope after the tail's revision = %v, %v; want true", outside, up, err)
+	}
 	mine := put(t, kv, "vpc.a.route.k", route{CIDR: "mine"})
 	put(t, kv, "vpc.a.route.k", route{CIDR: "newer"}) // history 1: mine is gone
-
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	if err := w.WaitRevision(ctx, mine); err == nil {
-		got, ok := routes.Cache().Get(routeKey{VPC: "a", RouteID: "k"})
-		t.Fatalf("WaitRevision(%d) returned while the tail was blocked: the cache holds %+v (%v), not the write", mine, got, ok)
-	}
-	once.Do(func() { close(release) })
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel2()
-	if err := w.WaitRevision(ctx2, mine); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := routes.Cache().Get(routeKey{VPC: "a", RouteID: "k"}); got.CIDR != "newer" {
-		t.Errorf("after WaitRevision(%d) the cache holds %q, want the newer write", mine, got.CIDR)
+	if up, err := w.UpTo(ctx, mine); err != nil || up {
+		t.Errorf("UpTo(%d) with the tail at %d and a newer write of the key pending = %v, %v; want false", mine, w.Stats().LastRevision, up, err)
 	}
 }

@@ -30,10 +30,6 @@ var (
 	// server checks every pair of filters when it creates the consumer,
 	// and again at every reset.
 	ErrTooManyFilters = errors.New("kvwatch: too many subject filters for one consumer")
-	// ErrInHandler is returned by a call that would wait for the watcher's
-	// event goroutine when it is made from a handler, which runs on that
-	// goroutine: WaitSynced before the watcher is synced.
-	ErrInHandler = errors.New("kvwatch: called from a handler, on the goroutine it would wait for")
 )
 
 // consumerErr wraps an error from creating or running the consumer with

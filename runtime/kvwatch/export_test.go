@@ -1,12 +1,17 @@
 package kvwatch
 
-import "slices"
+import (
+	"context"
+	"slices"
+)
 
 // WithSyncPointHook makes a watcher call f, on its event goroutine, with a
-// checkpoint of its caches at every sync point: when it is synced, and
-// when a SetScopes change is sealed. The robustness test checks each
-// against the recorded history of writes.
-func WithSyncPointHook(f func(Checkpoint)) Option {
+// checkpoint of its caches at every sync point (when it is synced, and
+// when a SetScopes change is sealed); the function f returns, if any,
+// then runs in order with the events of its own handlers: they have had
+// every event up to the sync point, and none after. The robustness test
+// checks each against the recorded history of writes.
+func WithSyncPointHook(f func(Checkpoint) func()) Option {
 	return func(c *config) { c.onSyncPoint = f }
 }
 
@@ -60,3 +65,11 @@ type probeBinding struct {
 }
 
 func (p probeBinding) streamHandler(func(AnyEvent)) AnyHandler { return ProbeRegistration(p.f) }
+
+// MaxQueued is how many changes a set of handlers may have queued before
+// the watcher stops reading from the server.
+const MaxQueued = maxQueued
+
+// UpTo is how WaitRevision decides, each time it checks, whether every
+// change up to rev within the watcher's scopes is in its caches.
+func (w *Watcher) UpTo(ctx context.Context, rev uint64) (bool, error) { return w.upTo(ctx, rev) }

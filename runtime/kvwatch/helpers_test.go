@@ -237,7 +237,8 @@ func put(t *testing.T, kv jetstream.KeyValue, key string, v any) uint64 {
 	return rev
 }
 
-// waitSynced waits up to 10s for w to be synced.
+// waitSynced waits up to 10s for w to be synced and its handlers to have
+// run every initial event (and what came since, when it is quiet).
 func waitSynced(t *testing.T, w *kvwatch.Watcher) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -245,6 +246,7 @@ func waitSynced(t *testing.T, w *kvwatch.Watcher) {
 	if err := w.WaitSynced(ctx); err != nil {
 		t.Fatalf("WaitSynced: %v", err)
 	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the handlers caught up", func() bool { return w.Stats().Queued == 0 })
 }
 
 // setup starts a server with an empty "network" bucket.

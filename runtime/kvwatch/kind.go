@@ -11,7 +11,9 @@ import (
 // events and the cache that holds its current entries. Create it with Bind
 // and pass it to Start; do not share it between watchers.
 type Binding[K comparable, V any] struct {
-	kind    *kvwatchimpl.Kind[K, V]
+	kind *kvwatchimpl.Kind[K, V]
+	// handler is the watcher's own handler of the kind: Start adds it to
+	// the watcher's own registration (ownHandler).
 	handler func(Event[K, V])
 	cache   *Cache[K, V]
 	stats   kindCounters
@@ -23,8 +25,9 @@ type Binding[K comparable, V any] struct {
 	// commits one entry at a time, so one suffices (and spares an
 	// allocation per event).
 	scratch preparedEntry[K, V]
-	// regs are the handlers of the kind that AddHandlers added, guarded
-	// by the state lock and copied on write (shared.go).
+	// regs are the handlers of the kind, the watcher's own first, then
+	// those AddHandlers and Events added; guarded by the state lock and
+	// copied on write (shared.go).
 	regs []regHandler[K, V]
 }
 
@@ -55,9 +58,13 @@ type AnyBinding interface {
 	endRelistLocked(w *Watcher, revision uint64) (deliver func())
 	leaveScopeLocked(w *Watcher, inScope func(string) bool, revision uint64) (deliver func())
 	streamHandler(send func(AnyEvent)) AnyHandler
+	ownHandler() AnyHandler
+	hasHandler() bool
 }
 
 func (b *Binding[K, V]) kindName() string                            { return b.kind.Name }
+func (b *Binding[K, V]) ownHandler() AnyHandler                      { return HandlerOf(b, b.handler) }
+func (b *Binding[K, V]) hasHandler() bool                            { return b.handler != nil }
 func (b *Binding[K, V]) keyTemplate() (*kvwatchimpl.Template, error) { return b.kind.KeyTemplate() }
 func (b *Binding[K, V]) counters() *kindCounters                     { return &b.stats }
 
@@ -99,13 +106,14 @@ type rawEntry struct {
 
 // prepared is an entry typed and decoded, ready to commit: preparing
 // parses and decodes and touches nothing shared; committing updates the
-// cache and calls the handler, in stream order. Both run on the event
-// goroutine.
+// cache and queues the event for the handlers, in stream order. Both run
+// on the event goroutine.
 type prepared interface {
 	// applyLocked updates the caches, with the state lock held; it
-	// reports whether after must run once the lock is released.
+	// reports whether after must run.
 	applyLocked(w *Watcher) bool
-	// after calls the handler, or reports what could not be typed.
+	// after queues the event for the handlers, or reports what could not
+	// be typed; with the state lock still held.
 	after(w *Watcher)
 }
 
@@ -147,11 +155,11 @@ func (b *Binding[K, V]) prepare(e rawEntry, owned bool) prepared {
 }
 
 // applyLocked updates the cache, with the state lock held, and reports
-// whether after has something to do once it is released: call the
-// handler, or report an entry that could not be typed (skipped; a value
-// that does not decode also takes its key out of the cache: the cache
-// holds current values only). Handlers run unlocked, after the change
-// they see is in the cache.
+// whether after has something to do: queue the event, or report an entry
+// that could not be typed (skipped; a value that does not decode also
+// takes its key out of the cache: the cache holds current values only).
+// Handlers run on their listeners' goroutines, after the change they see
+// is in the cache.
 //
 // Ownership: the handler owns ev.Value (the cache keeps its own copy) and
 // ev.Prev (no longer in the cache), so nothing a handler does can change
@@ -226,11 +234,11 @@ func (p *preparedEntry[K, V]) after(w *Watcher) {
 	b, e := p.b, &p.e
 	if p.err != nil {
 		b.stats.dataErrors.Add(1)
-		w.disp.reportData(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: p.err})
+		w.reportSkipped(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: p.err})
 		return
 	}
 	b.stats.count(e.op)
-	b.dispatch(w, e, p.ev, p.regs)
+	b.dispatch(e, p.ev, p.regs)
 }
 
 // safeClone deep-copies v for the cache; a copy function that panics (an
@@ -299,8 +307,8 @@ func (b *Binding[K, V]) cancelRelist() { b.unseen = nil }
 // key the re-list did not find: it vanished while the watcher was away
 // (or between a failed read and its retry), and the stream no longer says
 // how.
-// The caller holds the state lock, and runs what it returns once it has
-// released it (Watcher.removeAll).
+// The caller holds the state lock, and runs what it returns with it held,
+// once every binding has taken its keys out (Watcher.removeAll).
 func (b *Binding[K, V]) endRelistLocked(w *Watcher, revision uint64) func() {
 	if b.unseen == nil {
 		return nil
@@ -333,15 +341,15 @@ func (b *Binding[K, V]) removeLocked(w *Watcher, revision uint64, match func(K, 
 	return func() { b.deliverRemoved(w, revision, gone, mark, regs) }
 }
 
-// deliverRemoved delivers the removal of gone, unlocked.
+// deliverRemoved queues the removal of gone for the handlers.
 func (b *Binding[K, V]) deliverRemoved(w *Watcher, revision uint64, gone []Entry[K, V], mark func(*Event[K, V]), regs []regHandler[K, V]) {
 	for _, e := range gone {
 		ev := Event[K, V]{Op: OpDelete, Key: e.Key, Prev: e.Value, HasPrev: true, Revision: revision}
 		mark(&ev)
 		b.stats.count(OpDelete)
-		if b.handler != nil || len(regs) > 0 {
+		if len(regs) > 0 {
 			raw := &rawEntry{key: b.kind.FormatKey(e.Key), revision: revision}
-			b.dispatch(w, raw, ev, regs)
+			b.dispatch(raw, ev, regs)
 		}
 	}
 }

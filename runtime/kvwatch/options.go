@@ -23,7 +23,7 @@ type config struct {
 	checkpointFile    *checkpointFile // WithCheckpointFile (checkpointfile.go)
 	// onSyncPoint, for tests, receives a checkpoint at every sync point
 	// (export_test.go).
-	onSyncPoint func(Checkpoint)
+	onSyncPoint func(Checkpoint) func()
 }
 
 func defaultConfig() config {

@@ -143,10 +143,10 @@ func (e *errRescope) Error() string { return "kvwatch: re-scoping" }
 // at the same revision bring no event.
 //
 // It returns once the change is applied and sealed, or with ctx's error
-// (the change then still completes in the background). Called from a
-// handler, it returns once the change is queued: the event goroutine
-// applies it after the handler returns. Calls that overlap are applied in
-// order, and a call replaced by a later one before the watcher got to it
+// (the change then still completes in the background), from anywhere: a
+// handler or an Events loop body too, whose own events of the change
+// (the deletes of step 1, the initial events of step 2) come after it
+// returns. Calls that overlap are applied in order, and a call replaced by a later one before the watcher got to it
 // returns when the later one is applied. Transient failures are retried
 // like the watch's: a key an attempt delivered that is gone when the next
 // attempt reads is delivered as a delete with FinalStateUnknown set.
@@ -158,7 +158,7 @@ func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
 		return err
 	}
 	select {
-	case <-w.done:
+	case <-w.ended:
 		return w.stoppedErr()
 	default:
 	}
@@ -166,16 +166,14 @@ func (w *Watcher) SetScopes(ctx context.Context, scopes Scopes) error {
 	if req == nil {
 		return nil
 	}
+	defer w.waiting(true)()
 	w.interruptTail()
-	if w.onEventGoroutine() {
-		return nil // applied once the handler returns
-	}
 	select {
 	case <-req.finished:
 		return req.err
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-w.done:
+	case <-w.ended:
 		select {
 		case <-req.finished:
 			return req.err

@@ -298,7 +298,7 @@ func (d *robustDriver) operate() {
 	rw := d.watchers[d.rng.IntN(len(d.watchers))]
 	w, _ := rw.watcher()
 	d.report.ops++
-	switch x := d.rng.IntN(115); {
+	switch x := d.rng.IntN(125); {
 	case x < 25:
 		rw.save()
 	case x < 45:
@@ -306,8 +306,7 @@ func (d *robustDriver) operate() {
 	case x < 55:
 		d.setScopes(rw, w, toggled(d.rng, w.Filters()))
 	case x < 65:
-		s := randomScopes(d.rng, 8)
-		rw.rescopeInCall.Store(&s) // the next live event's handler calls SetScopes
+		d.callInCallback(rw)
 	case x < 75:
 		rw.slow.Store([]int64{0, 0, int64(200 * time.Microsecond), int64(time.Millisecond)}[d.rng.IntN(4)])
 	case x < 87:
@@ -327,8 +326,10 @@ func (d *robustDriver) operate() {
 		}
 	case x < 100:
 		rw.noteConsumer()
+	case x < 110:
+		d.callInCallback(rw)
 	default:
-		d.registrations(rw, x-100)
+		d.registrations(rw, x-110)
 	}
 }
 
@@ -372,11 +373,7 @@ func (d *robustDriver) registrations(rw *robustWatcher, x int) {
 			}
 		}
 	default:
-		plan := regPlan{how: regInHandler}
-		if d.rng.IntN(3) == 0 {
-			plan.removeAfter = 1 + d.rng.IntN(400)
-		}
-		rw.addInCall.Store(&plan) // the next handler call adds it
+		rw.inCall[fromHandler].Store(&callPlan{kind: callAddHandlers, reg: regPlan{how: regInHandler}})
 	}
 }
 

@@ -85,6 +85,16 @@ func (h *history) epochWrites(epoch int) []hwrite {
 	return h.sorted[epoch]
 }
 
+// newest returns the current epoch and the revision of its newest write
+// acknowledged so far (0 when none).
+func (h *history) newest() (epoch int, rev uint64) {
+	epoch = h.currentEpoch()
+	if ws := h.epochWrites(epoch); len(ws) > 0 {
+		rev = ws[len(ws)-1].rev
+	}
+	return epoch, rev
+}
+
 // write returns the write of epoch at rev, if any.
 func (h *history) write(epoch int, rev uint64) (hwrite, bool) {
 	ws := h.epochWrites(epoch)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -26,13 +27,11 @@ import (
 // (kvwatch.ProbeRegistration, export_test.go) attached in that section
 // reads the watcher's revision R, whether it is synced or re-scoping, its
 // filters, the size of the caches (the replay's length), and the length
-// of the watcher's own log. Handlers run after the lock is released, so
-// the watcher's log may then still lack the changes of the apply in
-// flight: one entry, one atomic batch, or the deletes of one SetScopes or
-// re-list (the same revision). The split is just after them.
-
-// regSeq orders the OnSynced calls of watchers and their registrations.
-var regSeq atomic.Uint64
+// of the watcher's own log. Handlers run on goroutines of their own,
+// behind the caches, so the watcher's log may then still lack the changes
+// queued for its handlers: the split is somewhere after it, where the
+// replay is the state the log makes and the registration's events are the
+// log's after it.
 
 // regIDs numbers registrations across a run, for the reports.
 var regIDs atomic.Int64
@@ -76,9 +75,8 @@ type rreg struct {
 	logAt  int      // len(life.events) when AddHandlers took its snapshot
 	events []revent // the replay (state.Cached events), then the rest
 	// syncedAt is len(events) when its OnSynced ran (a loop: when
-	// SyncedEvent came), -1 if it did not; syncedSeq stamps it (regSeq).
-	syncedAt  int
-	syncedSeq uint64
+	// SyncedEvent came), -1 if it did not.
+	syncedAt int
 	// selfRemovedAt is len(events) when it removed itself, removedAt
 	// len(life.events) right before the driver removed it; -1 if not.
 	selfRemovedAt, removedAt int
@@ -136,19 +134,23 @@ func (g *rreg) synced() {
 	if g.syncedAt >= 0 {
 		g.odd = append(g.odd, "OnSynced twice")
 	}
-	g.syncedAt, g.syncedSeq = len(g.events), regSeq.Add(1)
+	g.syncedAt = len(g.events)
 	g.mu.Unlock()
 }
 
 // handlers returns the registration's handlers: one a kind, made with
-// HandlerOf over the watcher's bindings, and the probe.
-func (g *rreg) handlers(l *life) []kvwatch.AnyHandler {
+// HandlerOf over the watcher's bindings, each making the calls the driver
+// asks of registrations' handlers (robustness_calls_test.go), and the
+// probe.
+func (g *rreg) handlers(rw *robustWatcher, l *life, w *kvwatch.Watcher) []kvwatch.AnyHandler {
 	return []kvwatch.AnyHandler{
 		kvwatch.HandlerOf(l.routes, func(ev kvwatch.Event[routeKey, route]) {
 			g.handle(newRevent(ev.Key.String(), ev.Op, ev.Value, ev.Revision, ev.Initial, ev.LeftScope, ev.FinalStateUnknown))
+			rw.calls(fromReg, l, w)
 		}),
 		kvwatch.HandlerOf(l.configs, func(ev kvwatch.Event[vpcKey, vpcConfig]) {
 			g.handle(newRevent(ev.Key.String(), ev.Op, ev.Value, ev.Revision, ev.Initial, ev.LeftScope, ev.FinalStateUnknown))
+			rw.calls(fromReg, l, w)
 		}),
 		kvwatch.ProbeRegistration(g.probe(l)),
 	}
@@ -157,7 +159,7 @@ func (g *rreg) handlers(l *life) []kvwatch.AnyHandler {
 // addRegistration adds handlers to w, the watcher of life l.
 func (rw *robustWatcher) addRegistration(l *life, w *kvwatch.Watcher, plan regPlan) {
 	g := newRReg(plan)
-	r, err := w.AddHandlers(g.handlers(l), g.synced, func(err error) { g.note("its onError: %v", err) })
+	r, err := w.AddHandlers(g.handlers(rw, l, w), g.synced, func(err error) { g.note("its onError: %v", err) })
 	if err != nil {
 		select {
 		case <-w.Done(): // it fails once the watch has ended
@@ -168,7 +170,7 @@ func (rw *robustWatcher) addRegistration(l *life, w *kvwatch.Watcher, plan regPl
 	}
 	g.reg.Store(r)
 	g.mu.Lock()
-	probed, short := g.probed, len(g.events) < g.state.Cached
+	probed := g.probed
 	g.mu.Unlock()
 	if !probed {
 		rw.run.violation("watcher %d: AddHandlers returned without attaching its handlers", rw.id)
@@ -177,16 +179,6 @@ func (rw *robustWatcher) addRegistration(l *life, w *kvwatch.Watcher, plan regPl
 	l.mu.Lock()
 	l.regs = append(l.regs, g)
 	l.mu.Unlock()
-	if short && plan.how == regDriver {
-		// Only the end of the watch cuts a replay short (no handler runs
-		// once it is ending).
-		select {
-		case <-w.Done():
-		case <-time.After(10 * time.Second):
-			rw.run.violation("watcher %d: registration %d: its replay had %d of %d entries when AddHandlers returned, and the watch goes on",
-				rw.id, g.id, len(g.events), g.state.Cached)
-		}
-	}
 }
 
 // startLoop ranges over w.Events in a goroutine of its own.
@@ -216,8 +208,9 @@ func (rw *robustWatcher) startLoop(l *life, w *kvwatch.Watcher, plan regPlan) {
 			broke := g.loopBroke
 			g.mu.Unlock()
 			if plan.slow {
-				time.Sleep(200 * time.Microsecond) // the watcher waits meanwhile
+				time.Sleep(200 * time.Microsecond) // its queue grows meanwhile
 			}
+			rw.calls(fromLoop, l, w)
 			if broke {
 				break
 			}
@@ -442,6 +435,9 @@ func (q *lifeSeq) checkSyncPoints(fail func(string, ...any)) {
 			continue
 		}
 		i++
+		if i == 1 && q.l.syncedAt >= 0 && q.l.syncedAt != x+1 {
+			fail("its OnSynced ran at %d in its log, not right after its first sync point (%d)", q.l.syncedAt, x)
+		}
 		if q.l.stopAt >= 0 && x >= q.l.stopAt {
 			return
 		}
@@ -519,7 +515,7 @@ func checkRegistrations(hist *history, bucketHistory int, id, n int, l *life, mi
 func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats, fail func(string, ...any)) {
 	g.mu.Lock()
 	events, state, logAt := slices.Clone(g.events), g.state, g.logAt
-	syncedAt, syncedSeq, selfRemovedAt, removedAt := g.syncedAt, g.syncedSeq, g.selfRemovedAt, g.removedAt
+	syncedAt, selfRemovedAt, removedAt := g.syncedAt, g.selfRemovedAt, g.removedAt
 	probed, odd, loopItems := g.probed, slices.Clone(g.odd), g.loopItems
 	g.mu.Unlock()
 	l, hist := q.l, q.hist
@@ -568,46 +564,20 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 	}
 
 	// The split: after the applies the watcher's log had when the
-	// snapshot was taken (lo), and after those in flight then, which
-	// the snapshot holds and the registration does not get.
+	// snapshot was taken (lo), and after those queued for its own
+	// handlers then, which the snapshot holds and the registration does
+	// not get.
 	lo := q.mpos[logAt]
 	R := state.Revision
 	synced := state.Synced && !state.Rescoping
-	// inFlight: a change applied in the live tail by then (Synced, not
+	// inFlight: a change applied in the live tail (Synced, not
 	// re-scoping: nothing else applies then), at or below R.
 	inFlight := func(e revent) bool { return !e.initial && !e.inferred && e.rev <= R }
-	// oneApply reports whether the applies m[lo:s] can be one apply: an
-	// entry, an atomic batch's entries, or the deletes of one SetScopes
-	// or re-list (one revision).
-	oneApply := func(s int) bool {
-		if s-lo <= 1 {
-			return true
-		}
-		first := q.items[q.m[lo]]
-		batch, _ := hist.write(q.epoch, first.rev)
-		for _, x := range q.m[lo:s] {
-			e := q.items[x]
-			if first.inferred {
-				if !e.inferred || e.rev != first.rev {
-					return false
-				}
-				continue
-			}
-			w, ok := hist.write(q.epoch, e.rev)
-			if e.inferred || !ok || batch.batch == "" || w.batch != batch.batch {
-				return false
-			}
-		}
-		return true
-	}
 	splitOK := func(s int) string {
-		if !oneApply(s) {
-			return fmt.Sprintf("the %d applies between the watcher's log then and the split are not one apply", s-lo)
-		}
 		if synced {
 			for _, x := range q.m[lo:s] {
-				if !inFlight(q.items[x]) {
-					return fmt.Sprintf("%v before the split is no change of the live tail at or below %d", q.items[x], R)
+				if e := q.items[x]; e.rev > R {
+					return fmt.Sprintf("%v before the split is after R %d", e, R)
 				}
 			}
 			if s < len(q.m) && inFlight(q.items[q.m[s]]) {
@@ -657,12 +627,6 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 		if c > from {
 			fold.apply(q.items[q.m[c-1]])
 		}
-		if !oneApply(c) {
-			if why == "" {
-				why = splitOK(c)
-			}
-			break
-		}
 		if w := splitOK(c); w != "" {
 			if why == "" {
 				why = w
@@ -706,7 +670,15 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 			after = append(after, x)
 		}
 	}
+	// Stop ends every listener where it is: the watcher's own handlers
+	// may be cut before the registration's (each runs behind the caches
+	// by its own queue), whose last events are then checked against the
+	// history alone (below).
+	ownCut := l.stopAt >= 0 && !l.quiet
 	for j, e := range live {
+		if j >= len(after) && ownCut {
+			break
+		}
 		if j >= len(after) {
 			fail("%d events after the replay, the watcher had %d after the split; the first extra: %v", len(live), len(after), e)
 			return
@@ -719,24 +691,12 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 	if selfRemovedAt >= 0 && len(events) != selfRemovedAt {
 		fail("%d events after it removed itself from its handler", len(events)-selfRemovedAt)
 	}
-	if complete && g.plan.how != regLoop {
-		// What it must have had: all, but the last when Stop cut the
-		// watch (its handler ran, the registration's then did not); up to
-		// its removal, every event the watcher's log was past when the
-		// driver removed it.
+	if complete && g.plan.how != regLoop && removedAt < 0 && (l.stopAt < 0 || l.quiet) {
+		// What it must have had: all, up to its own removal, unless Stop
+		// or the driver's removal cut it short (it runs behind the
+		// watcher's own handlers by what it has queued); Stop after the
+		// end of the run cuts nothing (quiesce).
 		must := len(after)
-		if l.stopAt >= 0 {
-			must--
-		}
-		if removedAt >= 0 {
-			n := 0
-			for _, x := range after {
-				if x <= removedAt-2 {
-					n++
-				}
-			}
-			must = min(must, n)
-		}
 		if selfRemovedAt >= 0 {
 			must = min(must, selfRemovedAt-nReplay)
 		}
@@ -746,9 +706,9 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 		}
 	}
 
-	// OnSynced: after the watcher's own, at the watcher's sync point (or
-	// right after the replay when that came before the split); every
-	// event before it flagged Initial.
+	// OnSynced: at the watcher's sync point (or right after the replay
+	// when that came before the split); every event before it flagged
+	// Initial.
 	msync := -1
 	if q.firstSync >= 0 {
 		msync = q.mpos[q.firstSync]
@@ -771,9 +731,6 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 			fail("OnSynced, the watcher never synced")
 		case k != beforeSync:
 			fail("OnSynced after %d events after its replay, the watcher's sync point after %d", k, beforeSync)
-		}
-		if l.syncedSeq == 0 || syncedSeq < l.syncedSeq {
-			fail("its OnSynced ran before the watcher's (stamps %d, %d)", syncedSeq, l.syncedSeq)
 		}
 	} else if msync >= 0 && len(live) > beforeSync {
 		fail("no OnSynced, but %d events after the watcher's sync point", len(live)-beforeSync)
@@ -823,6 +780,53 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 		}
 	}
 	view := maps2(replayed) // the registration's view: its events, and the watcher's data errors
+	// reported are the data errors the watcher reported, where the
+	// registration's events are those of the watcher's own handlers;
+	// past where Stop cut those short, the writes that do not decode.
+	reported := l.reported
+	// checkEvent checks one of its events after the replay against the
+	// history.
+	checkEvent := func(e revent) {
+		view.apply(e)
+		touched[e.key] = true
+		if e.inferred {
+			if e.op != kvwatch.OpDelete {
+				fail("%s: LeftScope or FinalStateUnknown on a %s", e.key, e.op)
+			}
+			delete(lastOf, e.key)
+			delete(lastEvent, e.key)
+			return
+		}
+		w, ok := hist.write(q.epoch, e.rev)
+		switch {
+		case !ok:
+			fail("%s at %d: no write at that revision", e.key, e.rev)
+			return
+		case w.key != e.key || opName(e.op) != w.op || (w.op == "PUT" && canonical(e.key, w.value) != e.value):
+			fail("%s %s at %d %s: the write there is %s %s %s", e.key, e.op, e.rev, e.value, w.key, w.op, w.value)
+		}
+		if !e.initial {
+			if e.rev <= lastLive {
+				fail("%s at %d: live event after one at %d", e.key, e.rev, lastLive)
+			} else if seedR && e.rev <= R {
+				fail("%s at %d: live event at or below R %d, the revision of its replay", e.key, e.rev, R)
+			}
+			lastLive = e.rev
+		}
+		if last, ok := lastOf[e.key]; ok && e.rev <= last {
+			fail("%s at %d: delivered after its revision %d", e.key, e.rev, last)
+		}
+		last, ok := lastEvent[e.key]
+		if !ok && seedR && !touched[e.key] && inFilters(state.Filters, e.key) {
+			last, ok = R, true
+		}
+		if ok && bucketHistory > 1 && !e.initial {
+			for _, skipped := range skippedWrites(hist, q.epoch, e.key, last, e.rev, reported) {
+				fail("%s: write at %d never delivered (its events at %d and %d, R %d)", e.key, skipped, last, e.rev, R)
+			}
+		}
+		lastOf[e.key], lastEvent[e.key] = e.rev, e.rev
+	}
 	j := 0
 	start := 0
 	if s > 0 {
@@ -857,47 +861,14 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 		if j >= len(live) {
 			break
 		}
-		e = live[j]
+		checkEvent(live[j])
 		j++
-		view.apply(e)
-		touched[e.key] = true
-		if e.inferred {
-			if e.op != kvwatch.OpDelete {
-				fail("%s: LeftScope or FinalStateUnknown on a %s", e.key, e.op)
-			}
-			delete(lastOf, e.key)
-			delete(lastEvent, e.key)
-			continue
-		}
-		w, ok := hist.write(q.epoch, e.rev)
-		switch {
-		case !ok:
-			fail("%s at %d: no write at that revision", e.key, e.rev)
-			continue
-		case w.key != e.key || opName(e.op) != w.op || (w.op == "PUT" && canonical(e.key, w.value) != e.value):
-			fail("%s %s at %d %s: the write there is %s %s %s", e.key, e.op, e.rev, e.value, w.key, w.op, w.value)
-		}
-		if !e.initial {
-			if e.rev <= lastLive {
-				fail("%s at %d: live event after one at %d", e.key, e.rev, lastLive)
-			} else if seedR && e.rev <= R {
-				fail("%s at %d: live event at or below R %d, the revision of its replay", e.key, e.rev, R)
-			}
-			lastLive = e.rev
-		}
-		if last, ok := lastOf[e.key]; ok && e.rev <= last {
-			fail("%s at %d: delivered after its revision %d", e.key, e.rev, last)
-		}
-		last, ok := lastEvent[e.key]
-		if !ok && seedR && !touched[e.key] && inFilters(state.Filters, e.key) {
-			last, ok = R, true
-		}
-		if ok && bucketHistory > 1 && !e.initial {
-			for _, skipped := range skippedWrites(hist, q.epoch, e.key, last, e.rev, l.reported) {
-				fail("%s: write at %d never delivered (its events at %d and %d, R %d)", e.key, skipped, last, e.rev, R)
-			}
-		}
-		lastOf[e.key], lastEvent[e.key] = e.rev, e.rev
+	}
+	if j < len(live) { // after the watcher's own handlers were cut short (ownCut)
+		reported = undecodable(hist, q.epoch, l.reported)
+	}
+	for ; j < len(live); j++ {
+		checkEvent(live[j])
 	}
 
 	// The final state, for a registration that lived to the end of the
@@ -908,6 +879,18 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 			fail("at the end: %s", d)
 		}
 	}
+}
+
+// undecodable returns reported with the revisions of the puts of epoch
+// whose values do not decode added.
+func undecodable(hist *history, epoch int, reported map[uint64]bool) map[uint64]bool {
+	out := maps.Clone(reported)
+	for _, w := range hist.epochWrites(epoch) {
+		if w.op == "PUT" && canonical(w.key, w.value) == "undecodable" {
+			out[w.rev] = true
+		}
+	}
+	return out
 }
 
 // describeRegs summarizes a life's registrations for a failure's log.

@@ -68,6 +68,7 @@ func TestRobustness(t *testing.T) {
 			}
 			t.Logf("soak %s: %s", topo.name, total)
 			t.Logf("soak %s: registrations: %s", topo.name, total.regDetail)
+			t.Logf("soak %s: calls from user code: %s", topo.name, total.calls)
 		})
 	}
 }
@@ -84,6 +85,8 @@ type robustReport struct {
 	regs, regsRemoved, loops, regEvents int
 	regDetail                           regStats
 	faultsByName                        map[string]int
+	// calls are the watcher's methods called from user code.
+	calls callsMade
 }
 
 func (a *robustReport) add(b robustReport) {
@@ -103,6 +106,7 @@ func (a *robustReport) add(b robustReport) {
 	a.loops += b.loops
 	a.regEvents += b.regEvents
 	a.regDetail.add(b.regDetail)
+	a.calls.add(b.calls)
 	if a.faultsByName == nil {
 		a.faultsByName = map[string]int{}
 	}
@@ -256,8 +260,9 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	r.healthy.Store(true)
 	drive.reviveEnded()
 	for _, rw := range watchers {
-		rw.rescopeInCall.Store(nil)
-		rw.addInCall.Store(nil)
+		for i := range rw.inCall {
+			rw.inCall[i].Store(nil)
+		}
 		rw.slow.Store(0)
 		drive.converge(rw)
 		drive.quiesce(rw)
@@ -275,6 +280,9 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	bad := slices.Clone(r.violations)
 	r.mu.Unlock()
 	for _, rw := range watchers {
+		rw.mu.Lock()
+		report.calls.add(rw.made)
+		rw.mu.Unlock()
 		for n, l := range rw.lives {
 			lifeBad := checkLife(r.hist, topo.history, rw.id, n, l, env.onMirror(rw.id))
 			var st regStats
@@ -302,6 +310,7 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	report.violations = len(bad)
 	t.Logf("%s: %s", topo.name, report)
 	t.Logf("%s: registrations: %s", topo.name, report.regDetail)
+	t.Logf("%s: calls from user code: %s", topo.name, report.calls)
 	if len(bad) > 0 {
 		t.Errorf("seed %d: %d violations of the watch guarantees, e.g.:\n%s", seed, len(bad), strings.Join(bad[:min(len(bad), 25)], "\n"))
 	}
@@ -317,7 +326,7 @@ func watcherGoroutines() int {
 	n := runtime.Stack(buf, true)
 	count := 0
 	for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-		if strings.Contains(g, "kvwatch.(*Watcher)") || strings.Contains(g, "kvwatch.(*tailConsumer)") {
+		if strings.Contains(g, "kvwatch.(*Watcher)") || strings.Contains(g, "kvwatch.(*tailConsumer)") || strings.Contains(g, "kvwatch.(*listener)") {
 			count++
 		}
 	}
@@ -350,9 +359,9 @@ func (d *robustDriver) converge(rw *robustWatcher) {
 
 // quiesce waits, once the watcher's caches hold the final state
 // (converge), until its handlers' events (with its data errors) make that
-// state too, then a little for its registrations' last events: Stop, which
-// stops handlers, then cuts none short, and the registrations' final
-// states are checked (checkReg).
+// state too, and its registrations have run every event (Stats.Queued):
+// Stop, which stops handlers, then cuts none short, and the
+// registrations' final states are checked (checkReg).
 func (d *robustDriver) quiesce(rw *robustWatcher) {
 	_, l := rw.watcher()
 	l.mu.Lock()
@@ -378,7 +387,13 @@ func (d *robustDriver) quiesce(rw *robustWatcher) {
 			return
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the registrations' handlers of the last event, best effort
+	w, _ := rw.watcher()
+	for deadline := time.Now().Add(10 * time.Second); w.Stats().Queued > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			d.run.violation("watcher %d: its registrations have not run their events within 10 s (%d queued)", rw.id, w.Stats().Queued)
+			return
+		}
+	}
 	l.mu.Lock()
 	l.quiet = true
 	l.mu.Unlock()

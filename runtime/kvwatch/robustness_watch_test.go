@@ -81,9 +81,9 @@ type life struct {
 	configs *kvwatch.Binding[vpcKey, vpcConfig]
 	// regs are the registrations and loops added to the watcher.
 	regs []*rreg
-	// syncedSeq stamps the watcher's own OnSynced (regSeq), 0 if it did
-	// not run.
-	syncedSeq uint64
+	// syncedAt is len(events) when the watcher's own OnSynced ran, -1 if
+	// it did not.
+	syncedAt int
 	// stopAt is len(events) when Stop was called, -1 if it was not (the
 	// watch ended on its own).
 	stopAt int
@@ -149,13 +149,12 @@ type robustWatcher struct {
 	saved      []byte
 	savedEpoch int
 
-	// Set by the driver, read by handlers.
-	slow          atomic.Int64 // a handler sleeps this long (ns)
-	rescopeInCall atomic.Pointer[kvwatch.Scopes]
-	// addInCall makes the next handler call add a registration so.
-	addInCall atomic.Pointer[regPlan]
-	// handlerCalls counts SetScopes calls made from handlers.
-	handlerCalls atomic.Int64
+	// Set by the driver, read by handlers: a handler sleeps slow (ns);
+	// the next callback of each kind makes the call inCall holds
+	// (robustness_calls_test.go), counted in made (mu).
+	slow   atomic.Int64
+	inCall [callees]atomic.Pointer[callPlan]
+	made   callsMade
 }
 
 // savedCheckpoint is a checkpoint as JSON, typed as generated code types
@@ -177,7 +176,7 @@ func (s savedCheckpoint) checkpoint() kvwatch.Checkpoint {
 
 // start starts a life: fresh, or resumed from the saved checkpoint.
 func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
-	l := &life{epoch: rw.run.hist.currentEpoch(), consumers: map[string]bool{}, reported: map[uint64]bool{}, stopAt: -1}
+	l := &life{epoch: rw.run.hist.currentEpoch(), consumers: map[string]bool{}, reported: map[uint64]bool{}, stopAt: -1, syncedAt: -1}
 	var opts []kvwatch.Option
 	if resume && rw.saved != nil {
 		var s savedCheckpoint
@@ -206,22 +205,25 @@ func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
 		kvwatch.WithLogger(slog.New(&l.log)),
 		kvwatch.OnSynced(func() {
 			l.mu.Lock()
-			l.syncedSeq = regSeq.Add(1)
+			l.syncedAt = len(l.events)
 			l.mu.Unlock()
 		}),
-		kvwatch.WithSyncPointHook(func(cp kvwatch.Checkpoint) {
-			l.log.note(fmt.Sprintf("sync point at %d, filters %v", cp.Revision, cp.Filters))
-			for self.Load() == nil { // Start has not returned yet
-				time.Sleep(time.Millisecond)
+		kvwatch.WithSyncPointHook(func(cp kvwatch.Checkpoint) func() {
+			epoch := rw.run.hist.currentEpoch() // now, at the sync point
+			return func() {
+				l.log.note(fmt.Sprintf("sync point at %d, filters %v", cp.Revision, cp.Filters))
+				for self.Load() == nil { // Start has not returned yet
+					time.Sleep(time.Millisecond)
+				}
+				path := self.Load().Stats().Resume
+				l.mu.Lock()
+				if l.resumePath == "" {
+					l.resumePath = path
+				}
+				l.syncs = append(l.syncs, cp)
+				l.events = append(l.events, revent{sync: true, rev: cp.Revision, filters: cp.Filters, epoch: epoch})
+				l.mu.Unlock()
 			}
-			path := self.Load().Stats().Resume
-			l.mu.Lock()
-			if l.resumePath == "" {
-				l.resumePath = path
-			}
-			l.syncs = append(l.syncs, cp)
-			l.events = append(l.events, revent{sync: true, rev: cp.Revision, filters: cp.Filters, epoch: rw.run.hist.currentEpoch()})
-			l.mu.Unlock()
 		}),
 		kvwatch.OnError(func(err error) {
 			var data *kvwatch.DataError
@@ -260,23 +262,7 @@ func (rw *robustWatcher) handle(l *life, self *atomic.Pointer[kvwatch.Watcher], 
 	if d := rw.slow.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	if s := rw.rescopeInCall.Swap(nil); s != nil && !initial {
-		if w := self.Load(); w != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			l.log.note(fmt.Sprintf("handler calls SetScopes(%v)", *s))
-			err := w.SetScopes(ctx, *s)
-			cancel()
-			rw.handlerCalls.Add(1)
-			if err != nil {
-				rw.run.violation("watcher %d: SetScopes from a handler: %v", rw.id, err)
-			}
-		}
-	}
-	if plan := rw.addInCall.Swap(nil); plan != nil {
-		if w := self.Load(); w != nil {
-			rw.addRegistration(l, w, *plan) // the replay runs here, on the event goroutine
-		}
-	}
+	rw.calls(fromHandler, l, self.Load())
 }
 
 // watcher returns the running watcher and its life.
@@ -287,8 +273,11 @@ func (rw *robustWatcher) watcher() (*kvwatch.Watcher, *life) {
 }
 
 // noteConsumer records the prefix of the watcher's current consumer.
-func (rw *robustWatcher) noteConsumer() {
-	w, l := rw.watcher()
+func (rw *robustWatcher) noteConsumer() { noteConsumerOf(rw.watcher()) }
+
+// noteConsumerOf records the prefix of the consumer of w, the watcher of
+// life l.
+func noteConsumerOf(w *kvwatch.Watcher, l *life) {
 	if name := w.Stats().Consumer; name != "" {
 		l.mu.Lock()
 		l.consumers[consumerPrefix(name)] = true
@@ -331,7 +320,9 @@ func (rw *robustWatcher) stop(healthy bool) {
 	rw.noteConsumer()
 	rw.endLoops(l) // before Stop: a loop's registration is removed, not cut short
 	l.mu.Lock()
-	l.stopAt = len(l.events)
+	if l.stopAt < 0 {
+		l.stopAt = len(l.events)
+	}
 	l.mu.Unlock()
 	done := make(chan struct{})
 	go func() { w.Stop(); close(done) }()
@@ -341,8 +332,15 @@ func (rw *robustWatcher) stop(healthy bool) {
 		rw.run.violation("watcher %d: Stop did not return within 10 s", rw.id)
 		return
 	}
+	rw.checkConsumersGone(l, healthy)
+}
+
+// checkConsumersGone checks, once Stop has returned, that the watcher of
+// life l left no consumer on the stream; not after a fault (a consumer on
+// an unreachable server lingers until its inactive threshold).
+func (rw *robustWatcher) checkConsumersGone(l *life, healthy bool) {
 	if !healthy {
-		return // a consumer on an unreachable server lingers until its inactive threshold
+		return
 	}
 	l.mu.Lock()
 	prefixes := l.consumers

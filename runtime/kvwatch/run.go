@@ -11,22 +11,25 @@ import (
 // for the initial state, the tail that follows it, re-scoping in between,
 // and retries.
 
-// run is the event goroutine.
+// run is the event goroutine. When the watch is over it deletes the
+// consumer, ends the other goroutines and closes ended, then waits for the
+// listeners to run what they still have (all of it when the watch ended
+// on its own, with its error last; nothing after Stop) and closes done.
 func (w *Watcher) run() {
-	defer close(w.done)
-	defer w.bg.Wait() // before done: Stop returns once every goroutine has exited
-	defer w.cancel()  // a watch that ended on its own ends its other goroutines too
-	w.eventGoroutine.Store(goroutineID())
 	w.reportCheckpointFile() // a checkpoint file Start ignored, to OnError before any event
 	err := w.watch()
 	if err != nil && w.ctx.Err() == nil {
 		w.setErr(err)
 		w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: watch ended", slog.String("bucket", w.bucket), slog.Any("error", err))
-		w.disp.notify(err)
+		w.notify(err)
 	}
 	w.consumer.delete()
 	// SetScopes calls still waiting learn that the watch is over.
 	w.rescopes.finish(w.stoppedErr(), true)
+	w.cancel() // a watch that ended on its own ends its other goroutines too
+	w.bg.Wait()
+	close(w.ended)
+	w.waitDrainers()
 }
 
 // watch makes the first catch-up plan, then tails, applying SetScopes

@@ -3,6 +3,7 @@ package kvwatch
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,19 +13,25 @@ import (
 // client-go's SharedInformer is: each adds its handlers to the running
 // watcher (AddHandlers) instead of starting a watcher, and a consumer, of
 // its own. A registration gets the caches replayed as initial events, then
-// every change after them, then its own OnSynced once the watcher is
-// synced; it can be removed.
+// every change after them, with its own OnSynced once the watcher is
+// synced; it can be removed. The watcher's own handlers and each Events
+// loop are registrations too, inside.
 
 // Registration is a set of handlers added to a running watcher with
-// AddHandlers. Its handlers run one at a time, in the watcher's event
+// AddHandlers, a listener of its own (listener.go): its handlers run one at
+// a time, on a goroutine of the registration's, in the watcher's event
 // order: first the replay of the caches as they were when it was added
-// (events flagged Initial), on the goroutine that called AddHandlers; then
-// the changes after that, on the watcher's event goroutine, where they
-// hold it up as any handler does (backpressure: nothing is lost). Each
-// handler owns the values of its events (a deep copy of its own). Its
-// methods are safe for concurrent use.
+// (events flagged Initial), then the changes applied after that, then its
+// OnSynced once the watcher is synced (right after the replay when it is
+// already), then live changes. A registration that falls behind by more
+// than a pull's worth of changes holds the watcher back (backpressure:
+// nothing is lost); it never holds up other registrations' handlers
+// otherwise. Each handler owns the values of its events (a deep copy of
+// its own). Its methods are safe for concurrent use, from its own handlers
+// too.
 type Registration struct {
 	w        *Watcher
+	l        *listener
 	onSynced func()
 	onError  func(error)
 	synced   chan struct{}
@@ -32,13 +39,6 @@ type Registration struct {
 	removed  atomic.Bool
 	gone     chan struct{} // closed by Remove
 	handlers []AnyHandler  // guarded by the watcher's state lock
-
-	// mu guards replaying and queue: while AddHandlers replays the
-	// caches, the event goroutine queues what comes after, and the replay
-	// then runs the queue, so that no event overtakes the replay.
-	mu        sync.Mutex
-	replaying bool
-	queue     []func()
 }
 
 // ErrRemoved is returned by a Registration's WaitSynced once it was
@@ -49,7 +49,8 @@ var ErrRemoved = errors.New("kvwatch: handlers removed")
 // AddHandlers, made by HandlerOf.
 type AnyHandler interface {
 	// attachLocked adds the handler to its binding, with the state lock
-	// held, and returns the replay of the binding's cache as it is.
+	// held, and returns the replay of the binding's cache as it is (nil
+	// when there is nothing to replay).
 	attachLocked(r *Registration) (replay func())
 	detachLocked(r *Registration)
 }
@@ -76,13 +77,19 @@ func (a *handlerOf[K, V]) attachLocked(r *Registration) func() {
 		return nil
 	}
 	b := a.b
-	entries := b.cache.listLocked(nil) // values shared with the cache, which never modifies them
 	// Copy on write: the event goroutine may be iterating the old slice.
 	b.regs = append(slices.Clip(b.regs), regHandler[K, V]{reg: r, h: a.h})
+	entries := b.cache.listLocked(nil) // values shared with the cache, which never modifies them
+	if len(entries) == 0 {
+		return nil
+	}
 	return func() {
 		for _, e := range entries {
+			if !r.l.calling() {
+				return // removed, or the watch stopped, during the replay
+			}
 			ev := Event[K, V]{Op: OpPut, Key: e.Key, Value: b.kind.Copy(e.Value), Revision: e.Revision, Created: e.Created, Initial: true}
-			call(r, b.kind.Name, b.kind.FormatKey(e.Key), e.Revision, a.h, ev)
+			callHandler(r, b.kind.Name, b.kind.FormatKey(e.Key), e.Revision, a.h, ev)
 		}
 	}
 }
@@ -94,72 +101,52 @@ func (a *handlerOf[K, V]) detachLocked(r *Registration) {
 
 // For generated code. AddHandlers adds handlers to the running watcher
 // (see Registration): the generated watcher's AddHandlers, with one
-// handler per kind. onSynced runs once, after the replay when the watcher
-// is synced already, else when it is; onError receives the panics of the
-// registration's handlers (*HandlerError). It fails with ErrStopped once
-// the watch has ended. Called from a handler, the replay runs there.
+// handler per kind. onSynced runs once, after the initial events; onError
+// receives the panics of the registration's handlers (*HandlerError). It
+// returns at once, from anywhere (a handler too): the replay runs on the
+// registration's goroutine. It fails with ErrStopped (or the error that
+// ended the watch) once the watch is stopped or over.
 func (w *Watcher) AddHandlers(handlers []AnyHandler, onSynced func(), onError func(error)) (*Registration, error) {
-	select {
-	case <-w.done:
-		return nil, w.stoppedErr()
-	default:
+	r := w.newRegistration(onSynced, onError)
+	if err := w.register(r, handlers, true, true); err != nil {
+		return nil, err
 	}
-	r := &Registration{w: w, onSynced: onSynced, onError: onError, synced: make(chan struct{}), gone: make(chan struct{}), replaying: true}
-	var replays []func()
+	return r, nil
+}
+
+func (w *Watcher) newRegistration(onSynced func(), onError func(error)) *Registration {
+	return &Registration{w: w, l: newListener(), onSynced: onSynced, onError: onError,
+		synced: make(chan struct{}), gone: make(chan struct{})}
+}
+
+// register attaches r's handlers to the watcher, in one critical section
+// of the state lock: every change applied before is in the replay (when
+// replay is set; the watcher's own handlers have none), every change after
+// goes to r. With goroutine set, r gets a goroutine that runs its
+// deliveries (the Events loop runs its own).
+func (w *Watcher) register(r *Registration, handlers []AnyHandler, replay, goroutine bool) error {
 	w.state.mu.Lock()
+	defer w.state.mu.Unlock()
+	if !w.admit(r.l, goroutine) {
+		return w.stoppedErr()
+	}
 	for _, h := range handlers {
-		if replay := h.attachLocked(r); replay != nil {
-			replays = append(replays, replay)
+		if f := h.attachLocked(r); f != nil && replay {
+			r.l.add(call(f)) // queued under the lock: before any change applied after it
 		}
 	}
 	r.handlers = handlers
-	w.regs = append(slices.Clip(w.regs), r)
-	synced := w.regsSynced // after the watcher's own OnSynced
-	w.state.mu.Unlock()
-
-	for _, replay := range replays {
-		replay()
+	regs := append(slices.Clip(*w.listening.Load()), r)
+	w.listening.Store(&regs)
+	if w.regsSynced {
+		r.markSynced(nil)
 	}
-	if synced {
-		r.markSynced()
-	}
-	// What came while replaying, then live.
-	for {
-		r.mu.Lock()
-		queue := r.queue
-		r.queue = nil
-		if len(queue) == 0 {
-			r.replaying = false
-			r.mu.Unlock()
-			return r, nil
-		}
-		r.mu.Unlock()
-		for _, f := range queue {
-			f()
-		}
-	}
+	return nil
 }
 
-// run calls f on the event goroutine, or queues it while the replay runs.
-func (r *Registration) run(f func()) {
-	if r.removed.Load() {
-		return
-	}
-	r.mu.Lock()
-	if r.replaying {
-		r.queue = append(r.queue, f)
-		r.mu.Unlock()
-		return
-	}
-	r.mu.Unlock()
-	f()
-}
-
-// call runs h(ev), turning a panic into a *HandlerError for onError.
-func call[K comparable, V any](r *Registration, kind, key string, revision uint64, h func(Event[K, V]), ev Event[K, V]) {
-	if r.removed.Load() || r.w.disp.stopped.Load() {
-		return
-	}
+// callHandler runs h(ev), turning a panic into a *HandlerError for r's
+// onError.
+func callHandler[K comparable, V any](r *Registration, kind, key string, revision uint64, h func(Event[K, V]), ev Event[K, V]) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.w.stats.handlerPanics.Add(1)
@@ -169,35 +156,50 @@ func call[K comparable, V any](r *Registration, kind, key string, revision uint6
 	h(ev)
 }
 
-// markSynced closes synced and calls onSynced, once.
-func (r *Registration) markSynced() {
+// markSynced marks r synced and queues its OnSynced, once; the watcher is
+// synced, and everything before its sync point is queued for r. reached,
+// if not nil, is closed once r has run its OnSynced (synced.go).
+func (r *Registration) markSynced(reached chan struct{}) {
 	r.syncOnce.Do(func() {
 		close(r.synced)
-		if r.onSynced == nil || r.removed.Load() || r.w.disp.stopped.Load() {
-			return
+		if r.onSynced != nil || reached != nil {
+			r.l.add(call(func() { r.runOnSynced(reached) }))
 		}
-		defer func() {
-			if p := recover(); p != nil {
-				r.w.stats.handlerPanics.Add(1)
-				r.report(&HandlerError{Kind: "OnSynced", Panic: p})
-			}
-		}()
-		r.onSynced()
 	})
 }
 
-// report passes err to onError; a panic there is swallowed.
+func (r *Registration) runOnSynced(reached chan struct{}) {
+	if reached != nil {
+		defer close(reached)
+	}
+	if r.onSynced == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.w.stats.handlerPanics.Add(1)
+			r.report(&HandlerError{Kind: "OnSynced", Panic: p})
+		}
+	}()
+	r.onSynced()
+}
+
+// report passes err to onError; a panic there is logged and swallowed.
 func (r *Registration) report(err error) {
 	if r.onError == nil {
 		return
 	}
-	defer func() { _ = recover() }()
+	defer func() {
+		if p := recover(); p != nil {
+			r.w.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "kvwatch: OnError panicked", slog.Any("panic", p))
+		}
+	}()
 	r.onError(err)
 }
 
-// Synced reports whether the registration has had its initial events (its
-// OnSynced runs right after it turns true, as a watcher's does). It does
-// not block.
+// Synced reports whether the registration is synced: the watcher is
+// synced, and every initial event is queued for its handlers (its OnSynced
+// runs right after them). It does not block.
 func (r *Registration) Synced() bool {
 	select {
 	case <-r.synced:
@@ -209,8 +211,13 @@ func (r *Registration) Synced() bool {
 
 // WaitSynced blocks until the registration is synced (nil), ctx ends, the
 // watch ends first (its error, or ErrStopped), or the registration is
-// removed (ErrRemoved).
+// removed (ErrRemoved). From the registration's own handlers too: the
+// watcher does not wait for them to be synced.
 func (r *Registration) WaitSynced(ctx context.Context) error {
+	if r.Synced() {
+		return nil
+	}
+	defer r.w.waiting(false)()
 	select {
 	case <-r.synced:
 		return nil
@@ -221,7 +228,7 @@ func (r *Registration) WaitSynced(ctx context.Context) error {
 			return nil
 		}
 		return ErrRemoved
-	case <-r.w.done:
+	case <-r.w.ended:
 		if r.Synced() {
 			return nil
 		}
@@ -230,63 +237,63 @@ func (r *Registration) WaitSynced(ctx context.Context) error {
 }
 
 // Remove takes the handlers off the watcher: none of them starts after
-// Remove returns (one running may finish). It is safe to call more than
-// once, and from a handler.
+// Remove returns (one running may finish). It returns at once, from
+// anywhere, and is safe to call more than once.
 func (r *Registration) Remove() {
 	if r.removed.Swap(true) {
 		return
 	}
+	r.l.end(r.w)
 	close(r.gone)
 	w := r.w
 	w.state.mu.Lock()
 	for _, h := range r.handlers {
 		h.detachLocked(r)
 	}
-	w.regs = slices.DeleteFunc(slices.Clone(w.regs), func(x *Registration) bool { return x == r })
+	regs := slices.DeleteFunc(slices.Clone(*w.listening.Load()), func(x *Registration) bool { return x == r })
+	w.listening.Store(&regs)
 	w.state.mu.Unlock()
 }
 
-// dispatch delivers ev to the binding's handler and to the registrations
-// regs (taken with the state lock when the change was applied), each with
-// its own deep copy, made before any handler can modify ev's values.
-func (b *Binding[K, V]) dispatch(w *Watcher, e *rawEntry, ev Event[K, V], regs []regHandler[K, V]) {
-	if len(regs) == 0 {
-		if b.handler != nil {
-			callHandler(&w.disp, b.kind.Name, e, b.handler, ev)
-		}
-		return
-	}
-	copies := make([]Event[K, V], len(regs))
-	for i := range regs {
-		c := ev
-		c.Value, c.Prev = b.kind.Copy(ev.Value), b.kind.Copy(ev.Prev)
-		copies[i] = c
-	}
-	if b.handler != nil {
-		callHandler(&w.disp, b.kind.Name, e, b.handler, ev)
-	}
-	b.dispatchRegs(e, regs, copies)
-}
-
-// dispatchRegs runs the registrations' handlers. Apart from dispatch, so
-// that the closures' captures cost nothing to a watcher without
-// registrations.
-func (b *Binding[K, V]) dispatchRegs(e *rawEntry, regs []regHandler[K, V], copies []Event[K, V]) {
-	key, revision := e.key, e.revision
+// dispatch queues ev for the binding's handlers regs (taken with the
+// state lock when the change was applied): the first gets ev's values,
+// every other a deep copy of its own, made now, before any handler can
+// modify them.
+func (b *Binding[K, V]) dispatch(e *rawEntry, ev Event[K, V], regs []regHandler[K, V]) {
 	for i, rh := range regs {
-		ev := copies[i]
-		rh.reg.run(func() { call(rh.reg, b.kind.Name, key, revision, rh.h, ev) })
+		c := ev
+		if i > 0 {
+			c.Value, c.Prev = b.kind.Copy(ev.Value), b.kind.Copy(ev.Prev)
+		}
+		rh.reg.l.add(&eventCall[K, V]{rh: rh, kind: b.kind.Name, key: e.key, revision: e.revision, ev: c})
 	}
 }
 
-// syncRegistrations runs the OnSynced of every registration, after the
-// watcher's own.
-func (w *Watcher) syncRegistrations() {
+// eventCall is the call of a registration's handler with one event, for
+// its listener's queue: one allocation (a closure would capture an event
+// this large by reference, a second).
+type eventCall[K comparable, V any] struct {
+	rh        regHandler[K, V]
+	kind, key string
+	revision  uint64
+	ev        Event[K, V]
+}
+
+func (c *eventCall[K, V]) run() { callHandler(c.rh.reg, c.kind, c.key, c.revision, c.rh.h, c.ev) }
+
+// syncRegistrations marks every registration synced: their OnSynced are
+// queued after everything up to the sync point. It returns the
+// registrations and, for each, a channel closed once it has run its
+// OnSynced.
+func (w *Watcher) syncRegistrations() ([]*Registration, []chan struct{}) {
 	w.state.mu.Lock()
+	defer w.state.mu.Unlock()
 	w.regsSynced = true
-	regs := w.regs
-	w.state.mu.Unlock()
-	for _, r := range regs {
-		r.run(r.markSynced)
+	regs := *w.listening.Load()
+	reached := make([]chan struct{}, len(regs))
+	for i, r := range regs {
+		reached[i] = make(chan struct{})
+		r.markSynced(reached[i])
 	}
+	return regs, reached
 }

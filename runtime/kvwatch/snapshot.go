@@ -157,6 +157,7 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 func (w *Watcher) readRequests(ctx context.Context, dg *directget.Getter, stream jetstream.Stream, plan *directget.Plan, res *readResult) error {
 	var inflight []*directget.Pending
 	for {
+		w.waitForRoom() // backpressure, before asking for more (listener.go)
 		for len(inflight) < directget.Window {
 			req, ok := plan.Next()
 			if !ok {

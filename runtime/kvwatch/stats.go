@@ -28,6 +28,15 @@ type Stats struct {
 	// handled (lag behind the stream; up to one pull of 1,000 messages
 	// more may wait in the client, where a slow handler holds them back).
 	Pending uint64
+	// Queued is how far the handlers are behind the caches: the most
+	// changes (and OnSynced or OnError calls) any set of handlers (the
+	// watcher's own, a registration's, an Events loop) has queued and not
+	// run yet. The caches hold every change up to LastRevision; once
+	// Queued is 0 as well, every handler has run them. Above 1,000 the
+	// watcher stops reading from the server until the handlers catch up
+	// (backpressure), unless a caller waits for it (WaitSynced,
+	// WaitRevision, SetScopes).
+	Queued uint64
 	// Received counts the entries received from the server: initial
 	// state reads and consumer messages. It is what watching costs the
 	// network; re-scoping adds only the added scopes' entries to it.
@@ -94,6 +103,8 @@ func (w *Watcher) Stats() Stats {
 		s.DataErrors += k.DataErrors
 	}
 	w.state.mu.RUnlock()
+	// After LastRevision: every change up to it was queued by then.
+	s.Queued = w.queuedMost()
 	w.mu.Lock()
 	s.InitialState, s.Resume = w.statePath, w.resumePath
 	w.mu.Unlock()

@@ -35,52 +35,51 @@ func (SyncedEvent) anyEvent() {}
 // as an iterator (the generated watcher's Events passes all its kinds):
 // every cached entry as an initial event, SyncedEvent once the watcher is
 // synced, then each change, in the watcher's order, each with values the
-// loop owns. The watcher waits while the loop's body runs (nothing is
-// buffered, nothing lost). The loop ends when it breaks, when ctx ends, or
-// when the watch ends; the registration behind it is then removed. Each
-// call (each range over the result) is a registration of its own.
+// loop owns. Each range over the result is a registration of its own
+// (shared.go), run by the loop itself: the watcher queues what the loop
+// has not taken yet, and stops reading from the server while more than a
+// pull's worth waits (backpressure: nothing is lost). The body may call any
+// method of the watcher, Stop included: none waits for the loop. The loop
+// ends when it breaks, when ctx ends, when Stop is called (at once), or
+// when the watch ends on its own (after what was queued); its
+// registration is then removed.
 func (w *Watcher) Events(ctx context.Context, bindings ...AnyBinding) iter.Seq[AnyEvent] {
 	return func(yield func(AnyEvent) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		events := make(chan AnyEvent)
-		send := func(ev AnyEvent) {
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-			}
-		}
+		// What the delivery being run hands the loop: one event, or a
+		// replay's. The loop body runs outside the delivery, where a panic
+		// of its own is not taken for a handler's.
+		var out []AnyEvent
 		handlers := make([]AnyHandler, len(bindings))
 		for i, b := range bindings {
-			handlers[i] = b.streamHandler(send)
+			handlers[i] = b.streamHandler(func(ev AnyEvent) { out = append(out, ev) })
 		}
-		added := make(chan *Registration, 1)
-		go func() {
-			// The replay sends what the loop below receives: it cannot run
-			// on the loop's goroutine.
-			reg, err := w.AddHandlers(handlers, func() { send(SyncedEvent{}) }, nil)
-			if err != nil {
-				cancel()
-			}
-			added <- reg
-		}()
-		defer func() {
-			cancel() // unblocks a send in flight
-			if reg := <-added; reg != nil {
-				reg.Remove()
-			}
-		}()
+		r := w.newRegistration(func() { out = append(out, SyncedEvent{}) }, nil)
+		if w.register(r, handlers, true, false) != nil {
+			return
+		}
+		defer r.Remove()
 		for {
-			select {
-			case ev := <-events:
-				if !yield(ev) {
+			items, ok := r.l.next(w.ended, ctx.Done())
+			if !ok {
+				return
+			}
+			for _, d := range items {
+				if !r.l.begin() {
 					return
 				}
-			case <-ctx.Done():
-				return
-			case <-w.done:
-				return
+				out = out[:0]
+				d.run()
+				for i, ev := range out {
+					out[i] = nil
+					if !r.l.calling() || !yield(ev) {
+						return // Stop, Remove or ctx during a replay; or the loop broke
+					}
+				}
+				if !r.l.finish(w) {
+					return
+				}
 			}
+			r.l.done(items)
 		}
 	}
 }

@@ -8,7 +8,8 @@ import (
 // This file is what being synced means to callers: the moment a catch-up
 // plan (catchup.go) finishes, OnSynced, and the calls that wait for it.
 
-// markSynced records that the watcher is synced, once, and runs OnSynced.
+// markSynced records that the watcher is synced, once, and queues
+// OnSynced.
 func (w *Watcher) markSynced() {
 	w.syncOnce.Do(func() {
 		rev := w.revision()
@@ -16,23 +17,31 @@ func (w *Watcher) markSynced() {
 		close(w.synced)
 		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.bucket), slog.Uint64("revision", rev))
 		w.syncPoint()
-		if w.cfg.onSynced != nil {
-			w.disp.call("OnSynced", &rawEntry{}, w.cfg.onSynced)
-		}
-		w.syncRegistrations()
+		w.syncRegistrations() // OnSynced, the watcher's own and the registrations'
+
 	})
 }
 
 // syncPoint tells a test hook (WithSyncPointHook in export_test.go) the
-// caches at a sync point: they must be the bucket's state at their
-// revision.
+// caches at a sync point, which must be the bucket's state at their
+// revision; what the hook returns runs in order with the events of the
+// watcher's own handlers, which have then had every event up to it.
 func (w *Watcher) syncPoint() {
-	if w.cfg.onSyncPoint == nil {
+	f := w.cfg.onSyncPoint
+	if f == nil {
 		return
 	}
 	cp, err := w.Checkpoint()
-	if err == nil {
-		w.cfg.onSyncPoint(cp)
+	if err != nil {
+		return
+	}
+	inOrder := f(cp)
+	switch {
+	case inOrder == nil:
+	case w.own != nil:
+		w.own.l.add(call(inOrder))
+	default:
+		inOrder()
 	}
 }
 
@@ -53,18 +62,18 @@ func (w *Watcher) endRelist() {
 }
 
 // removeAll takes what each binding removes (take, with the state lock
-// held) out of the caches under one lock, then delivers it: no cache
+// held) out of the caches under one lock, and queues the deletes: no cache
 // reader, checkpoint or handler added meanwhile sees some kinds' removals
 // without the others'.
 func (w *Watcher) removeAll(take func(AnyBinding) func()) {
 	var deliver []func()
 	w.state.mu.Lock()
+	defer w.state.mu.Unlock()
 	for _, b := range w.bindings {
 		if f := take(b); f != nil {
 			deliver = append(deliver, f)
 		}
 	}
-	w.state.mu.Unlock()
 	for _, f := range deliver {
 		f()
 	}
@@ -79,29 +88,28 @@ func (w *Watcher) isSynced() bool {
 	}
 }
 
-// Synced reports whether the initial state has been delivered. It does not
-// block.
+// Synced reports whether the watcher is synced: its caches hold the
+// initial state, exact, and every initial event is queued for the
+// handlers (OnSynced runs right after them). It does not block.
 func (w *Watcher) Synced() bool { return w.isSynced() }
 
 // WaitSynced blocks until the watcher is synced (nil), ctx ends (its
 // error), or the watch ends first (its terminal error, or ErrStopped).
-// From a handler, before the watcher is synced, it returns ErrInHandler at
-// once: the handler runs on the goroutine that syncs it.
+// From a handler or an Events loop body too: the watcher reads on while a
+// caller waits, even past the changes that caller's handlers hold back.
 func (w *Watcher) WaitSynced(ctx context.Context) error {
 	select {
 	case <-w.synced:
 		return nil
 	default:
 	}
-	if w.onEventGoroutine() {
-		return ErrInHandler
-	}
+	defer w.waiting(false)()
 	select {
 	case <-w.synced:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-w.done:
+	case <-w.ended:
 		if w.isSynced() {
 			return nil
 		}

@@ -29,11 +29,12 @@ const (
 // delivery (a gap, missed heartbeats, a reconnect, the consumer deleted)
 // recreates the consumer from the last revision applied, here.
 //
-// One goroutine (the event goroutine) reads, decodes, commits and runs the
-// handlers: handing entries to a second goroutine for decoding was
-// measured no faster on 2 cores (the hand-off costs what the overlap
-// saves; docs/design.md), and a slow handler then holds back the pulls
-// directly, so memory stays bounded by the consumer's pull size.
+// One goroutine (the event goroutine) reads, decodes and commits, and
+// queues the events for the handlers (listener.go): handing entries to a
+// second goroutine for decoding was measured no faster on 2 cores (the
+// hand-off costs what the overlap saves; docs/design.md). A slow handler
+// holds back the pulls once its queue is full (waitForRoom), so memory
+// stays bounded by the consumer's pull size and that queue.
 func (w *Watcher) tail() error {
 	reconnected, stopWatching := w.reconnects()
 	defer stopWatching()
@@ -186,6 +187,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		if err := w.takeRescopes(stop); err != nil {
 			return err
 		}
+		w.waitForRoom() // backpressure: the handlers' queues first (listener.go)
 		var msg jetstream.Msg
 		if batch.held() && pending == 0 {
 			msg, err = it.Next(jetstream.NextMaxWait(batchWait))

@@ -29,16 +29,14 @@ import (
 // is raised to it. Each check asks the stream for its state
 // and reads, by direct get, what it holds after the watcher's revision
 // (without delivering it: the tail does), every few milliseconds while
-// the answer is "not yet". From a handler, when the watcher is not up to
-// rev yet, it returns ErrInHandler: the handler runs on the goroutine that
-// applies the changes.
+// the answer is "not yet". From a handler or an Events loop body too (as
+// WaitSynced): the caches then hold rev, while the caller's own events
+// may still be queued behind it.
 func (w *Watcher) WaitRevision(ctx context.Context, rev uint64) error {
 	if w.revision() >= rev {
 		return nil
 	}
-	if w.onEventGoroutine() {
-		return ErrInHandler
-	}
+	defer w.waiting(true)()
 	if err := w.WaitSynced(ctx); err != nil {
 		return err
 	}
@@ -53,7 +51,7 @@ func (w *Watcher) WaitRevision(ctx context.Context, rev uint64) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-w.done:
+		case <-w.ended:
 			if w.revision() >= rev {
 				return nil
 			}

@@ -24,13 +24,13 @@ import (
 // number of scopes and kinds. Generated code wraps it in a typed watcher;
 // its methods are safe for concurrent use.
 //
-// Lifecycle: Start reads the initial state, then tails live changes, from
-// one goroutine that also runs every handler. The watch ends when Stop is
-// called, when the ctx given to Start is cancelled, or on a terminal error
-// (Err). A handler may call any method: those that would wait for the
-// goroutine it runs on return without waiting (see Stop, SetScopes,
-// WaitSynced). It must not wait itself for another goroutine that calls
-// them.
+// Lifecycle: Start reads the initial state, then tails live changes, on
+// one goroutine (the event goroutine) that applies them to the caches and
+// queues them for the handlers, which run on goroutines of their own
+// (listener.go). The watch ends when Stop is called, when the ctx given to
+// Start is cancelled, or on a terminal error (Err). A handler, OnSynced,
+// OnError or the body of an Events loop may call any method: none waits
+// for a delivery to the code that called it.
 type Watcher struct {
 	js     jetstream.JetStream
 	cfg    config
@@ -56,14 +56,39 @@ type Watcher struct {
 	restored int   // entries restored from a checkpoint
 	// oldestRestored is the lowest revision among them.
 	oldestRestored uint64
-	disp           dispatcher
 	stats          counters
 	ctx            context.Context
 	cancel         context.CancelFunc
-	done           chan struct{} // closed when the event goroutine has exited
-	// eventGoroutine identifies the event goroutine, on which handlers
-	// run: a call from a handler that would wait for it does not.
-	eventGoroutine atomic.Uint64
+	// ended is closed when the event goroutine has done its part: the
+	// watch is over, its consumer deleted, its other goroutines gone.
+	ended chan struct{}
+	// done is closed once the listeners' goroutines have exited too
+	// (Done).
+	done chan struct{}
+
+	// Listeners (listener.go): own is the watcher's own handlers, with
+	// OnSynced and OnError (nil when it has none); listening every
+	// registration not removed, own and loops included, copied on write
+	// under state.mu and read by the event goroutine without a lock.
+	own       *Registration
+	listening atomic.Pointer[[]*Registration]
+	// waiters counts the callers waiting for the event goroutine; while
+	// one does, it takes in changes past the listeners' bound. movers
+	// counts those among them that need it past where it is (SetScopes,
+	// WaitRevision): they end the hold of a sync point (synced.go).
+	// waiterCame and room wake it from those waits (capacity 1).
+	waiters    atomic.Int32
+	movers     atomic.Int32
+	waiterCame chan struct{}
+	room       chan struct{}
+	// drainers counts the listeners' goroutines; drainerList holds them
+	// (w.mu), for Stop. halted is set by Stop (or the end of Start's ctx),
+	// over once the event goroutine ended: no goroutine starts after
+	// either (w.mu).
+	drainers    sync.WaitGroup
+	drainerList []*listener
+	halted      bool
+	over        bool
 
 	syncOnce sync.Once
 	synced   chan struct{} // closed once synced
@@ -100,12 +125,9 @@ type Watcher struct {
 	stopTail   func() // stops the live tail's consumer iterator, if any
 
 	rescopes rescopeQueue // SetScopes calls for the event goroutine
-	// regs are the registrations of AddHandlers, guarded by state.mu and
-	// copied on write (shared.go).
-	regs []*Registration
-	// regsSynced is set, under state.mu, once the watcher's own OnSynced
-	// has run: a registration added later syncs after its replay, one
-	// added before with the others (shared.go).
+	// regsSynced is set, under state.mu, once the watcher is synced: a
+	// registration added later syncs after its replay, one added before
+	// with the others (shared.go).
 	regsSynced bool
 	// errAtStart is the connection's last error when the watcher started:
 	// an older permissions violation is not this watcher's.
@@ -139,12 +161,15 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 		directStream:  "KV_" + bucket,
 		subjectPrefix: "$KV." + bucket + ".",
 		bindings:      bindings,
+		ended:         make(chan struct{}),
 		done:          make(chan struct{}),
 		synced:        make(chan struct{}),
+		waiterCame:    make(chan struct{}, 1),
+		room:          make(chan struct{}, 1),
 		rescopes:      rescopeQueue{wake: make(chan struct{}, 1)},
 	}
+	w.listening.Store(&[]*Registration{})
 	w.consumer = newTailConsumer(w)
-	w.disp = dispatcher{cfg: &w.cfg, stats: &w.stats}
 	if last := js.Conn().LastError(); last != nil {
 		w.errAtStart = last.Error()
 	}
@@ -177,7 +202,11 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 		return nil, err
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
-	context.AfterFunc(w.ctx, func() { w.disp.stopped.Store(true) })
+	w.watchCallerContext(ctx)
+	if err := w.startOwn(); err != nil {
+		w.cancel()
+		return nil, err
+	}
 	if w.mirror.snapshot() != nil && w.cfg.mirrorStaleAfter > 0 {
 		w.bg.Go(w.watchMirror)
 	}
@@ -229,8 +258,10 @@ func (w *Watcher) setErr(err error) {
 	w.mu.Unlock()
 }
 
-// Done returns a channel closed when the watch has ended and its goroutine
-// has exited.
+// Done returns a channel closed when the watch has ended and every
+// goroutine of the watcher has exited, the callbacks' included: after Stop
+// from a handler, once that handler has returned (so a callback must not
+// wait for it).
 func (w *Watcher) Done() <-chan struct{} { return w.done }
 
 // Err returns the error that ended the watch on its own, or nil (still
@@ -241,25 +272,38 @@ func (w *Watcher) Err() error {
 	return w.err
 }
 
-// Stop ends the watch and returns after every goroutine of the watcher has
-// exited and its consumer was deleted from the server (best effort: an
-// unreachable server drops it after the inactive threshold). It is
-// idempotent. From a handler it returns at once: the watch ends when the
-// handler returns, with no further event.
+// Stop ends the watch: no handler, OnSynced, OnError or Events loop body
+// starts after it returns. It returns once the watcher's consumer was
+// deleted from the server (best effort: an unreachable server drops it
+// after the inactive threshold) and every goroutine of the watcher has
+// exited, but for one running a callback at that moment, which runs
+// nothing after it: Stop never waits for a callback, since it may be
+// called from one (Done waits for that too). It is idempotent, and
+// returns from anywhere: a handler, the body of an Events loop, another
+// goroutine.
 func (w *Watcher) Stop() {
-	w.disp.stopped.Store(true) // at once: a handler calling Stop is the last
-	w.cancel()
-	if w.onEventGoroutine() {
-		return
+	idle := w.halt()
+	<-w.ended
+	for _, l := range idle {
+		<-l.exited
 	}
-	<-w.done
 }
 
-// onEventGoroutine reports whether the caller runs on the watcher's event
-// goroutine: in a handler, OnSynced or OnError.
-func (w *Watcher) onEventGoroutine() bool {
-	id := w.eventGoroutine.Load()
-	return id != 0 && id == goroutineID()
+// startOwn registers the watcher's own handlers, OnSynced and OnError, if
+// it has any, as the first listener (with no replay: a resumed watcher's
+// restored entries are no events).
+func (w *Watcher) startOwn() error {
+	handlers := make([]AnyHandler, len(w.bindings))
+	has := w.cfg.onSynced != nil || w.cfg.onError != nil
+	for i, b := range w.bindings {
+		handlers[i] = b.ownHandler()
+		has = has || b.hasHandler()
+	}
+	if !has {
+		return nil
+	}
+	w.own = w.newRegistration(w.cfg.onSynced, w.cfg.onError)
+	return w.register(w.own, handlers, false, true)
 }
 
 // Filters returns the normalized subject filters of the watcher's consumer,
@@ -316,38 +360,35 @@ func (w *Watcher) keyMatcher(filters []string) *subjects.Matcher {
 	return subjects.NewMatcher(keys)
 }
 
-// deliver prepares and commits one raw entry on the event goroutine. The
-// entry is passed by value: a pointer would move it to the heap, once per
-// message.
+// deliver prepares and commits one raw entry on the event goroutine: the
+// cache change and the revision, and the event queued for the handlers,
+// in one critical section of the state lock (so that a revision Stats
+// reports has its events queued; see Stats.Queued). The entry is passed
+// by value: a pointer would move it to the heap, once per message.
 func (w *Watcher) deliver(e rawEntry) {
 	p := w.prepare(e, false)
 	w.state.mu.Lock()
-	more := p.applyLocked(w)
-	w.state.mu.Unlock()
-	if more {
+	if p.applyLocked(w) {
 		p.after(w)
 	}
+	w.state.mu.Unlock()
 }
 
 // deliverBatch applies entries, the changes of one atomic batch as the
 // consumer delivered them, under one lock: no cache reader and no
-// checkpoint sees part of them. Their handlers then run in order.
+// checkpoint sees part of them. Their events are queued in order.
 func (w *Watcher) deliverBatch(entries []rawEntry) {
 	ps := make([]prepared, len(entries))
 	for i, e := range entries {
 		ps[i] = w.prepare(e, true)
 	}
-	more := make([]bool, len(ps))
 	w.state.mu.Lock()
-	for i, p := range ps {
-		more[i] = p.applyLocked(w)
-	}
-	w.state.mu.Unlock()
-	for i, p := range ps {
-		if more[i] {
+	for _, p := range ps {
+		if p.applyLocked(w) {
 			p.after(w)
 		}
 	}
+	w.state.mu.Unlock()
 }
 
 // prepare routes one raw entry to the binding whose template it matches
@@ -371,7 +412,7 @@ func (u *unknownEntry) applyLocked(w *Watcher) bool {
 }
 
 func (u *unknownEntry) after(w *Watcher) {
-	w.disp.reportData(&UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
+	w.reportSkipped(&UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
 }
 
 // commitRevision records that an ordered entry was applied.

@@ -74,6 +74,7 @@ func TestAddHandlersSharesOneWatcher(t *testing.T) {
 		t.Error("a registration on a synced watcher is not synced when AddHandlers returns")
 	}
 	want := []string{"put r1 v1-r1 initial=true", "put r2 v1-r2 initial=true", "synced"}
+	kvwatchtest.Eventually(t, 10*time.Second, "the replay", func() bool { return len(second.get()) >= len(want) })
 	if got := second.get(); !slices.Equal(got, want) {
 		t.Errorf("replay = %q, want %q", got, want)
 	}
@@ -109,16 +110,29 @@ func TestAddHandlersSharesOneWatcher(t *testing.T) {
 	}
 }
 
+// moreThanOneRead is how many routes the initial read takes more than one
+// request for (1,024 keys an answer): a watcher whose handler holds its
+// first event then stops before it is synced, its handler's queue full.
+const moreThanOneRead = 1100
+
+// putRoutes writes n routes of VPC a, r0000 on.
+func putRoutes(t *testing.T, b *fleetkv.NetworkBucket, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := b.PutRoute(t.Context(), fleetkv.RouteKey{VPC: "a", RouteID: fmt.Sprintf("r%04d", i)}, fleetkv.Route{CIDR: "v1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Handlers added before the watcher is synced get what is cached so far,
-// then the rest of the initial state, then OnSynced after the watcher's;
-// each key once. A panic in them goes to their OnError; one added from a
-// handler is replayed there.
+// then the rest of the initial state, then OnSynced; each key once. A
+// panic in them goes to their OnError; one added from a handler (OnSynced)
+// gets its replay too.
 func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 	ctx, js, b := openNetwork(t)
-	const routes = 50
-	for i := range routes {
-		b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: fmt.Sprintf("r%02d", i)}, fleetkv.Route{CIDR: "v1"})
-	}
+	const routes = moreThanOneRead
+	putRoutes(t, b, routes)
 	hold := make(chan struct{})
 	first := make(chan struct{})
 	var once sync.Once
@@ -155,7 +169,7 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 	onEarly := eh.OnRoute
 	eh.OnRoute = func(ev fleetkv.RouteEvent) {
 		onEarly(ev)
-		if ev.Key.RouteID == "r07" {
+		if ev.Key.RouteID == "r0007" {
 			panic("boom")
 		}
 	}
@@ -171,8 +185,8 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 	if err := reg.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Synced, as a watcher is, once its initial events are delivered; its
-	// OnSynced runs then, on the event goroutine.
+	// Synced, as a watcher is, once its initial events are queued; its
+	// OnSynced runs after them, on its own goroutine.
 	kvwatchtest.Eventually(t, 10*time.Second, "the early registration's OnSynced", func() bool {
 		got := early.get()
 		return len(got) > 0 && got[len(got)-1] == "synced"
@@ -192,6 +206,7 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 	if len(errs) != 1 || !errors.As(errs[0], &he) {
 		t.Errorf("the registration's OnError got %v, want one HandlerError", errs)
 	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the replay of handlers added from OnSynced", func() bool { return len(inner.get()) >= routes+1 })
 	if fromHandler == nil || !fromHandler.Synced() || len(inner.get()) != routes+1 {
 		t.Errorf("registered from OnSynced: %d events", len(inner.get()))
 	}
@@ -201,7 +216,7 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 // WaitSynced says so.
 func TestAddHandlersRemovedBeforeSync(t *testing.T) {
 	ctx, js, b := openNetwork(t)
-	b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "r1"}, fleetkv.Route{})
+	putRoutes(t, b, moreThanOneRead)
 	hold, held := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, fleetkv.NetworkHandlers{
@@ -216,6 +231,9 @@ func TestAddHandlersRemovedBeforeSync(t *testing.T) {
 	reg, err := w.AddHandlers(got.handlers())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reg.Synced() {
+		t.Fatal("the watcher synced while its handler held its first event, past a full queue")
 	}
 	reg.Remove()
 	close(hold)
@@ -232,10 +250,11 @@ func TestAddHandlersRemovedBeforeSync(t *testing.T) {
 	}
 }
 
-// Handlers added between the watcher's sync and the end of its own
-// OnSynced (WaitSynced returns in that moment) run their OnSynced after
-// the watcher's, never before or beside it.
-func TestAddHandlersSyncAfterTheWatchersOnSynced(t *testing.T) {
+// Handlers added while the watcher's own OnSynced runs are synced: the
+// caches are, and held at the sync point meanwhile (README, Watch
+// guarantees). They get their replay and OnSynced at once, without
+// waiting for the watcher's OnSynced: each set of handlers runs on its own.
+func TestAddHandlersWhileTheWatchersOnSyncedRuns(t *testing.T) {
 	ctx, js, b := openNetwork(t)
 	b.PutRoute(ctx, fleetkv.RouteKey{VPC: "a", RouteID: "r1"}, fleetkv.Route{})
 	release := make(chan struct{})
@@ -247,23 +266,26 @@ func TestAddHandlersSyncAfterTheWatchersOnSynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	defer close(release)
 	if err := w.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := w.AddHandlers(fleetkv.NetworkHandlers{OnSynced: func() { order.add("registration") }})
+	var second eventLog
+	reg, err := w.AddHandlers(second.handlers())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reg.Synced() {
-		t.Error("handlers added while the watcher's OnSynced runs are synced before it returned")
+	if !reg.Synced() {
+		t.Error("handlers added to a synced watcher are not synced")
 	}
-	close(release)
 	if err := reg.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kvwatchtest.Eventually(t, 10*time.Second, "both OnSynced", func() bool { return len(order.get()) == 2 })
-	if got := order.get(); !slices.Equal(got, []string{"watcher", "registration"}) {
-		t.Errorf("OnSynced order %q", got)
+	kvwatchtest.Eventually(t, 10*time.Second, "their replay and OnSynced, the watcher's OnSynced still running", func() bool {
+		return slices.Equal(second.get(), []string{"put r1  initial=true", "synced"})
+	})
+	if got := order.get(); len(got) != 0 {
+		t.Errorf("the watcher's OnSynced returned: %q", got)
 	}
 }
 

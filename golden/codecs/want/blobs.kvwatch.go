@@ -300,14 +300,14 @@ func (s BlobsScopes) KVWatchScopes() kvwatch.Scopes {
 }
 
 // BlobsHandlers receives the events of a BlobsWatcher; every field is
-// optional. All handlers run on the watcher's one event goroutine, one call
-// at a time: first the initial state (events flagged Initial), then OnSynced,
-// then live changes in stream order across all kinds. The cache already holds
-// a change when its handler runs. A handler that blocks delays every later
-// event (the consumer stops pulling; nothing is lost); one that panics is
-// reported to OnError and the watch goes on. A handler may call the watcher's
-// methods: SetScopes returns once the change is queued, Stop at once (no
-// handler runs after it), WaitSynced before sync with kvwatch.ErrInHandler.
+// optional. All handlers run on one goroutine of their own, one call at a
+// time: first the initial state (events flagged Initial), then OnSynced, then
+// live changes in stream order across all kinds. The cache already holds a
+// change when its handler runs (and may hold later ones). A handler that
+// blocks delays every later event (once a few hundred are queued the consumer
+// stops pulling; nothing is lost); one that panics is reported to OnError and
+// the watch goes on. A handler may call any method of the watcher: none waits
+// for a handler, and no handler starts after Stop.
 type BlobsHandlers struct {
 	// OnText receives changes of Text entries.
 	OnText func(TextEvent)
@@ -416,20 +416,20 @@ func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes,
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
 // is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again; called from a
-// handler, once it is queued.
+// the change is applied and the caches are exact again, from anywhere: a
+// handler or an Events loop body too.
 func (w *BlobsWatcher) SetScopes(ctx context.Context, scopes BlobsScopes) error {
 	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
 // node: no second watcher, no second consumer. h gets every cached entry as
-// an initial event (on the calling goroutine, before AddHandlers returns),
-// then each change after them (on the watcher's event goroutine, in stream
-// order), then its OnSynced once the watcher is synced, after the replay if
-// it is already; its OnError receives its own handlers' panics. Its events'
-// values are its own copies. The registration's WaitSynced waits for it;
-// Remove takes h off again (see kvwatch.Registration).
+// an initial event, then each change after them in stream order, with its
+// OnSynced once the watcher is synced (right after the replay if it is
+// already), on a goroutine of its own; its OnError receives its own handlers'
+// panics. Its events' values are its own copies. AddHandlers returns at once,
+// from anywhere; the registration's WaitSynced waits for it, Remove takes h
+// off again (see kvwatch.Registration).
 func (w *BlobsWatcher) AddHandlers(h BlobsHandlers) (*kvwatch.Registration, error) {
 	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
 		kvwatch.HandlerOf(w.bindText, h.OnText),
@@ -444,9 +444,11 @@ func (w *BlobsWatcher) AddHandlers(h BlobsHandlers) (*kvwatch.Registration, erro
 // Events returns the watcher's events as an iterator, for a loop instead of
 // handlers: every cached entry as an initial event, kvwatch.SyncedEvent once
 // the watcher is synced, then each change, in the watcher's order; a type
-// switch over the kinds' event types reads them. The watcher waits while the
-// loop's body runs (nothing is buffered or lost); the loop ends when it
-// breaks, when ctx ends or when the watch ends (see kvwatch.Watcher.Events).
+// switch over the kinds' event types reads them. The body may call any method
+// of the watcher, Stop included. The watcher stops reading from the server
+// while the loop falls behind (nothing is lost); the loop ends when it
+// breaks, when ctx ends, at Stop, or when the watch ends (see
+// kvwatch.Watcher.Events).
 func (w *BlobsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
 	return w.Watcher.Events(ctx, w.bindText, w.bindBlob, w.bindPrefix, w.bindStamp, w.bindAddr, w.bindRaw)
 }
