@@ -113,7 +113,7 @@ func SaveTimeout(d time.Duration) CheckpointFileOption {
 // "relist"). A file that is corrupt, cut short, foreign (another bucket,
 // another schema's kinds, another format version) or unreadable is never
 // trusted: it is logged at warn, passed to OnError as a
-// *CheckpointFileError (from the event goroutine, before any event), and
+// *CheckpointFileError (to OnError, before any event), and
 // ignored: the watcher reads the whole state. A missing file is no error
 // (the first start). When Resume is also given, its checkpoint is used
 // and the file is not read, only written. Temporary files a crash left

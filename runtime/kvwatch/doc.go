@@ -17,8 +17,14 @@
 // kvwatchimpl, and compat.go keeps code of the previous generated-code
 // versions building.
 //
+// The event goroutine never runs user code: each set of callbacks (the
+// watcher's own handlers, a Registration, an Events loop) runs its events
+// in order on a goroutine of its own, so every method may be called from
+// any callback or loop body, Stop included, and none waits for a delivery
+// to the code that called it (listener.go; docs/ARCHITECTURE.md).
+//
 // The watch guarantees (ordered, unique, reliable, exact at every sync
-// point, resumable, one consumer, clean stop) are stated in the README,
+// point, resumable, one consumer, clean stop, never stale) are stated in the README,
 // "Watch guarantees", and checked by TestRobustness. docs/ARCHITECTURE.md
 // shows where each mechanism lives.
 package kvwatch

@@ -18,18 +18,20 @@ import (
 //
 // So a method called from user code (a handler, OnSynced, OnError, the
 // body of an Events loop) never waits for a delivery to that code: the
-// event goroutine it may wait for never waits for user code, but in one
-// place, and that wait gives way. Before it takes in more from the
-// server, the event goroutine waits while a listener has more than
-// maxQueued changes it has not run (backpressure: a slow handler holds the
-// backlog on the server, not in the client), unless a caller is waiting
-// for the event goroutine (WaitSynced, WaitRevision, SetScopes, a
-// registration's WaitSynced): that caller may be the very code holding the
-// queue back, so the watcher then reads on, and the queue grows by what
-// the caller waits for. Stop ends every listener: one idle runs nothing
-// more, one inside a callback runs nothing after it. Stop waits for the
-// event goroutine and for the idle listeners' goroutines, never for a
-// callback (the caller may be that callback); Done waits for those too.
+// event goroutine it may wait for never waits for user code, but in two
+// places, and both give way. Before it takes in more from the server, it
+// waits while a listener has more than maxQueued changes it has not run
+// (backpressure: a slow handler holds the backlog on the server, not in
+// the client), unless a caller is waiting for the event goroutine
+// (WaitSynced, WaitRevision, SetScopes, a registration's WaitSynced): that
+// caller may be the very code holding the queue back, so the watcher then
+// reads on, and the queue grows by what the caller waits for. At the sync
+// point it holds until every listener has run its OnSynced (synced.go),
+// unless a caller needs it to move on. Stop ends every listener: one idle
+// runs nothing more, one inside a callback runs nothing after it. Stop
+// waits for the event goroutine and for the idle listeners' goroutines,
+// never for a callback (the caller may be that callback); Done waits for
+// those too.
 //
 // The price of this design, against handlers run on the event goroutine:
 // the caches may be ahead of a handler by up to maxQueued changes (as a

@@ -37,15 +37,18 @@ func defaultConfig() config {
 	}
 }
 
-// OnSynced sets a function called once, from the event goroutine, right
-// after the last initial event and before the first live one.
+// OnSynced sets a function called once, on the goroutine of the watcher's
+// own handlers, right after the last initial event and before the first
+// live one; the caches are held at the sync point meanwhile (see
+// Watcher.SetScopes and Stats.Queued).
 func OnSynced(f func()) Option { return func(c *config) { c.onSynced = f } }
 
-// OnError sets a function called, from the event goroutine, for every
-// entry the watcher skips (*DataError, *UnknownKeyError), every recovered
-// handler panic (*HandlerError), a checkpoint file it cannot load
-// (*CheckpointFileError) and the terminal error if the watch ends
-// on its own. It must not block for long: events wait behind it.
+// OnError sets a function called, on the goroutine of the watcher's own
+// handlers and in order with their events, for every entry the watcher
+// skips (*DataError, *UnknownKeyError), every recovered handler panic
+// (*HandlerError), a checkpoint file it cannot load (*CheckpointFileError)
+// and the terminal error if the watch ends on its own (after every event
+// before it). It must not block for long: events wait behind it.
 func OnError(f func(error)) Option { return func(c *config) { c.onError = f } }
 
 // WithLogger sets the structured logger. The default discards everything.
