@@ -151,7 +151,7 @@ func (w *Watcher) restore() error {
 	}
 	restored, oldest := 0, uint64(0)
 	for i, entries := range r.Kinds {
-		n, min, err := bindings[i].restore(entries, inScope)
+		n, min, err := bindings[i].restore(entries, inScope, w.anchors.note)
 		if err != nil {
 			return err
 		}
@@ -227,9 +227,27 @@ func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*c
 		return w.readPlan(ctx, stream)
 	}
 	info := stream.CachedInfo()
-	if why := w.deltaUnprovable(r, info); why != "" {
+	if w.rewound == "" { // once found, it stays found: a retry has no anchors left to tell
+		why, err := w.resumedWentBack(ctx, r, info)
+		if err != nil {
+			return nil, err
+		}
+		w.rewound = why
+	}
+	why := w.rewound
+	if why == "" {
+		why = w.deltaUnprovable(r, info)
+	}
+	if why != "" {
 		w.setResumePath("relist", why)
-		w.otherStream = (!r.StreamCreated.IsZero() && !r.StreamCreated.Equal(info.Created)) || r.Revision > info.State.LastSeq
+		w.otherStream = (!r.StreamCreated.IsZero() && !r.StreamCreated.Equal(info.Created)) || r.Revision > info.State.LastSeq || w.otherStream
+		if w.otherStream {
+			// The restored entries tell nothing of this stream; those the
+			// re-list reads do.
+			w.state.mu.Lock()
+			w.anchors = anchors{}
+			w.state.mu.Unlock()
+		}
 		for _, b := range w.bindings {
 			b.beginRelist(nil)
 		}
@@ -243,6 +261,34 @@ func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*c
 	w.learnDirectGet(info)
 	w.setRevision(r.Revision)
 	return &catchUp{from: r.Revision, target: info.State.LastSeq, pending: true, path: pathResume}, nil
+}
+
+// resumedWentBack checks, on the stream the checkpoint was taken on (same
+// creation time), that it still holds what the checkpoint holds (rewind.go);
+// when not, it reports the loss and returns why the watcher re-lists: the
+// restored entries' revisions then say nothing of the stream's
+// (otherStream).
+func (w *Watcher) resumedWentBack(ctx context.Context, r *Checkpoint, info *jetstream.StreamInfo) (string, error) {
+	if !r.StreamCreated.IsZero() && !r.StreamCreated.Equal(info.Created) {
+		return "", nil // another stream altogether: deltaUnprovable says so
+	}
+	w.learnDirectGet(info)
+	w.state.mu.RLock()
+	as := w.anchors.newestFirst()
+	w.state.mu.RUnlock()
+	wb, err := w.wentBack(ctx, info, r.Revision, as)
+	if err != nil || wb == nil {
+		return "", err
+	}
+	wb.Resumed = true
+	w.reportWentBack(wb)
+	w.otherStream = true
+	w.state.mu.Lock()
+	// Nothing of the old stream to check the new one against (as
+	// relistAfterRewind): the re-list sets the revision and the anchors.
+	w.anchors, w.state.revision = anchors{}, 0
+	w.state.mu.Unlock()
+	return "the stream went back since the checkpoint: " + wb.Error(), nil
 }
 
 // deltaUnprovable returns why the changes after the checkpoint cannot be

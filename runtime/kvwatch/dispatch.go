@@ -14,6 +14,7 @@ type counters struct {
 	consumerResets atomic.Uint64
 	pending        atomic.Uint64
 	received       atomic.Uint64
+	wentBack       atomic.Uint64
 }
 
 // kindCounters are the statistics of one kind.

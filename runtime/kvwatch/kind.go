@@ -49,7 +49,7 @@ type AnyBinding interface {
 	counters() *kindCounters
 	attach(w *Watcher)
 	prepare(e rawEntry, owned bool) prepared
-	restore(entries any, inScope func(string) bool) (n int, oldest uint64, err error)
+	restore(entries any, inScope func(string) bool, note func(anchor)) (n int, oldest uint64, err error)
 	entriesLocked() any
 	cloneEntries(entries any) any
 	lenLocked() int
@@ -254,10 +254,10 @@ func (b *Binding[K, V]) safeClone(v V) (out V, err error) {
 }
 
 // restore fills the cache from a checkpoint's entries (a []Entry[K, V]),
-// dropping those outside the watcher's scopes, and returns how many it
-// kept and the oldest revision among them. The cache takes ownership of
-// the values.
-func (b *Binding[K, V]) restore(entries any, inScope func(string) bool) (n int, oldest uint64, err error) {
+// dropping those outside the watcher's scopes, passes each kept one to
+// note, and returns how many it kept and the oldest revision among them.
+// The cache takes ownership of the values.
+func (b *Binding[K, V]) restore(entries any, inScope func(string) bool, note func(anchor)) (n int, oldest uint64, err error) {
 	list, ok := entries.([]Entry[K, V])
 	if !ok && entries != nil {
 		return 0, 0, fmt.Errorf("kvwatch: resume: entries for kind %s are %T, want []Entry of its key and value", b.kind.Name, entries)
@@ -268,6 +268,7 @@ func (b *Binding[K, V]) restore(entries any, inScope func(string) bool) (n int, 
 			continue
 		}
 		b.cache.putLocked(e.Key, raw, Item[V]{Value: e.Value, Revision: e.Revision, Created: e.Created})
+		note(anchor{revision: e.Revision, key: raw, created: e.Created})
 		if n == 0 || e.Revision < oldest {
 			oldest = e.Revision
 		}

@@ -210,6 +210,9 @@ func (w *Watcher) rescopeWaiting() bool { return w.rescopes.waitingAny() }
 // records the switch of filters, which the first attempt makes: a retry
 // after a transient error only reads again.
 func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp, error) {
+	if err := w.ensureSameStream(); err != nil {
+		return nil, err
+	}
 	if !sw.done {
 		w.switchScopes(reqs[len(reqs)-1].filters, sw)
 	}

@@ -44,7 +44,14 @@ func checkLife(hist *history, bucketHistory int, id, n int, l *life, mirror bool
 	}
 	l.epoch = l.readEpoch()
 	for _, e := range l.events {
-		if e.sync && len(e.filters) > 0 && e.epoch != l.epoch {
+		if !e.sync || len(e.filters) == 0 || e.epoch == l.epoch {
+			continue
+		}
+		// An earlier epoch the store went back from holds the same writes
+		// up to what it kept: a sync point there is one of the life's
+		// epoch too. Past that, the watcher held lost writes and did not
+		// report it.
+		if shared, ok := hist.sharedUpTo(e.epoch, l.epoch); !ok || e.rev > shared {
 			fail("sync point at %d on another incarnation of the bucket than the life's", e.rev)
 		}
 	}
@@ -162,13 +169,14 @@ func checkLife(hist *history, bucketHistory int, id, n int, l *life, mirror bool
 }
 
 // readEpoch returns the incarnation of the bucket a life reads: the one
-// of its first sync point with something to watch (it may have started
-// idle, before the bucket was made again), or the one it started on.
+// of its last sync point with something to watch (it may have started
+// idle, before the bucket was made again; the store may have gone back
+// to before anything it held: checkLife), or the one it started on.
 func (l *life) readEpoch() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, e := range l.events {
-		if e.sync && len(e.filters) > 0 {
+	for i := len(l.events) - 1; i >= 0; i-- {
+		if e := l.events[i]; e.sync && len(e.filters) > 0 {
 			return e.epoch
 		}
 	}

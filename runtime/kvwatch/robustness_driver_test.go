@@ -131,8 +131,50 @@ func singleServerEnv(t *testing.T, history int) *robustEnv {
 				d.run.violation("allowing atomic batches on the bucket made again: %v", err)
 			}
 		}},
+		{name: "store goes back", inject: func(d *robustDriver) { storeGoesBack(d, t, node, js) }},
 	}
 	return env
+}
+
+// storeGoesBack restarts the server on an older copy of its store, as
+// after a crash that lost writes it had acknowledged or a restore from a
+// backup: the writes of the last 0.3 to 1.5 s are lost, and the next ones
+// reuse their revisions (a new epoch of the history, holding the writes
+// the store kept, begun while the server is down: no sync point of the
+// store gone back is taken before). Registrations end first: each is
+// checked against one history. Every watcher must notice
+// (StreamWentBackError) and re-list.
+func storeGoesBack(d *robustDriver, t *testing.T, node *kvwatchtest.Node, js jetstream.JetStream) {
+	for _, rw := range d.watchers {
+		rw.endRegistrations()
+	}
+	resume := d.pauseWriters() // every write acknowledged: the backup holds up to kept
+	d.run.healthy.Store(false)
+	restore := node.Backup(t)
+	var kept uint64
+	kvwatchtest.Eventually(t, 30*time.Second, "the bucket after the backup", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		stream, err := js.Stream(ctx, "KV_network")
+		if err == nil {
+			kept = stream.CachedInfo().State.LastSeq
+		}
+		return err == nil
+	})
+	d.run.healthy.Store(true)
+	resume()
+	time.Sleep(time.Duration(300+d.rng.IntN(1200)) * time.Millisecond) // writes to lose
+	resume = d.pauseWriters()
+	defer resume()
+	d.run.healthy.Store(false)
+	node.Stop()
+	d.run.hist.rewind(kept)
+	for _, rw := range d.watchers {
+		_, l := rw.watcher()
+		l.log.note(fmt.Sprintf("the store goes back to revision %d, epoch %d begins", kept, d.run.hist.currentEpoch()))
+	}
+	restore()
+	d.run.healthy.Store(true)
 }
 
 // clusterEnv is a 3-node cluster with an R3 bucket, losing the node of a

@@ -46,6 +46,9 @@ type history struct {
 	mu     sync.Mutex
 	epoch  int
 	writes []hwrite
+	// rewound holds, for an epoch begun by the store going back, the epoch
+	// it went back from and the last revision it kept of it.
+	rewound map[int]rewind
 	// sorted caches writes of one epoch by revision, for stateAt.
 	sorted      map[int][]hwrite
 	sortedCount int
@@ -67,6 +70,50 @@ func (h *history) newEpoch() {
 	h.mu.Lock()
 	h.epoch++
 	h.mu.Unlock()
+}
+
+// rewind starts a new epoch that holds the current one's writes up to
+// rev: the store went back to it, losing the writes after, whose
+// revisions the next writes reuse.
+func (h *history) rewind(rev uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.epoch
+	h.epoch++
+	if h.rewound == nil {
+		h.rewound = map[int]rewind{}
+	}
+	h.rewound[h.epoch] = rewind{from: old, kept: rev}
+	for _, w := range h.writes[:len(h.writes)] {
+		if w.epoch == old && w.rev <= rev {
+			w.epoch = h.epoch
+			h.writes = append(h.writes, w)
+		}
+	}
+}
+
+// rewind is how an epoch began: the store went back from epoch from,
+// keeping its writes up to revision kept.
+type rewind struct {
+	from int
+	kept uint64
+}
+
+// sharedUpTo reports whether epoch later descends from epoch a by the
+// store going back, and up to which revision the two hold the same writes.
+func (h *history) sharedUpTo(a, later int) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	shared := ^uint64(0)
+	for e := later; e != a; {
+		r, ok := h.rewound[e]
+		if !ok {
+			return 0, false
+		}
+		shared = min(shared, r.kept)
+		e = r.from
+	}
+	return shared, true
 }
 
 // epochWrites returns the writes of an epoch sorted by revision.

@@ -2,6 +2,7 @@ package kvwatch_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -156,14 +157,43 @@ func (g *rreg) handlers(rw *robustWatcher, l *life, w *kvwatch.Watcher) []kvwatc
 	}
 }
 
+// endRegistrations removes every registration of rw's life and ends its
+// loops, and lets no other start in that life: the store is about to go
+// back (storeGoesBack), and a registration is checked against one history.
+func (rw *robustWatcher) endRegistrations() {
+	for i := range rw.inCall {
+		rw.inCall[i].Store(nil)
+	}
+	_, l := rw.watcher()
+	rw.endLoops(l) // first: a loop's body may be adding a registration
+	rw.regMu.Lock()
+	defer rw.regMu.Unlock()
+	l.mu.Lock()
+	l.noRegs = true
+	l.mu.Unlock()
+	for _, g := range l.registrations() {
+		if g.live() {
+			g.remove(l)
+		}
+	}
+}
+
 // addRegistration adds handlers to w, the watcher of life l.
 func (rw *robustWatcher) addRegistration(l *life, w *kvwatch.Watcher, plan regPlan) {
+	rw.regMu.Lock() // against endRegistrations
+	defer rw.regMu.Unlock()
+	l.mu.Lock()
+	no := l.noRegs
+	l.mu.Unlock()
+	if no {
+		return
+	}
 	g := newRReg(plan)
 	r, err := w.AddHandlers(g.handlers(rw, l, w), g.synced, func(err error) { g.note("its onError: %v", err) })
 	if err != nil {
-		select {
-		case <-w.Done(): // it fails once the watch has ended
-		default:
+		// It fails once the watch has ended: stopped, or on its own (the
+		// error it ended on; its goroutines may still run its last events).
+		if !errors.Is(err, kvwatch.ErrStopped) && (w.Err() == nil || !errors.Is(err, w.Err())) {
 			rw.run.violation("watcher %d: AddHandlers on a running watcher: %v", rw.id, err)
 		}
 		return
@@ -183,6 +213,12 @@ func (rw *robustWatcher) addRegistration(l *life, w *kvwatch.Watcher, plan regPl
 
 // startLoop ranges over w.Events in a goroutine of its own.
 func (rw *robustWatcher) startLoop(l *life, w *kvwatch.Watcher, plan regPlan) {
+	l.mu.Lock()
+	no := l.noRegs
+	l.mu.Unlock()
+	if no {
+		return
+	}
 	g := newRReg(plan)
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel, g.done = cancel, make(chan struct{})
@@ -289,7 +325,7 @@ type rstate map[string]rentry
 
 func (s rstate) apply(e revent) {
 	switch {
-	case e.sync:
+	case e.sync, e.rewound:
 	case e.dropped || e.op != kvwatch.OpPut:
 		delete(s, e.key)
 	default:
@@ -514,8 +550,11 @@ func checkRegistrations(hist *history, bucketHistory int, id, n int, l *life, mi
 // history.
 func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats, fail func(string, ...any)) {
 	g.mu.Lock()
-	events, state, logAt := slices.Clone(g.events), g.state, g.logAt
+	events, state, logAt := slices.Clone(g.events), g.state, max(0, g.logAt-q.l.logShift)
 	syncedAt, selfRemovedAt, removedAt := g.syncedAt, g.selfRemovedAt, g.removedAt
+	if removedAt >= 0 {
+		removedAt = max(0, removedAt-q.l.logShift)
+	}
 	probed, odd, loopItems := g.probed, slices.Clone(g.odd), g.loopItems
 	g.mu.Unlock()
 	l, hist := q.l, q.hist

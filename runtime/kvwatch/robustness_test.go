@@ -87,6 +87,8 @@ type robustReport struct {
 	faultsByName                        map[string]int
 	// calls are the watcher's methods called from user code.
 	calls callsMade
+	// wentBack counts the watchers' reports that the store went back.
+	wentBack int
 }
 
 func (a *robustReport) add(b robustReport) {
@@ -107,6 +109,7 @@ func (a *robustReport) add(b robustReport) {
 	a.regEvents += b.regEvents
 	a.regDetail.add(b.regDetail)
 	a.calls.add(b.calls)
+	a.wentBack += b.wentBack
 	if a.faultsByName == nil {
 		a.faultsByName = map[string]int{}
 	}
@@ -121,10 +124,10 @@ func (r robustReport) String() string {
 		faults = append(faults, fmt.Sprintf("%s %d", k, r.faultsByName[k]))
 	}
 	return fmt.Sprintf("%d runs, %d writes (%d atomic batches; %d batch outcomes looked up, %d found stored; %d batch attempts sent again), "+
-		"%d watcher operations, %d faults (%s), %d events and %d sync points checked, "+
+		"%d watcher operations, %d faults (%s), %d reports of the store gone back, %d events and %d sync points checked, "+
 		"%d registrations by AddHandlers (%d removed) and %d Events loops, %d of their events checked, %d violations",
 		r.runs, r.writes, r.batches, r.batchesLookedUp, r.batchesFound, r.batchesResent,
-		r.ops, r.faults, strings.Join(faults, ", "), r.events, r.syncPoints,
+		r.ops, r.faults, strings.Join(faults, ", "), r.wentBack, r.events, r.syncPoints,
 		r.regs, r.regsRemoved, r.loops, r.regEvents, r.violations)
 }
 
@@ -283,16 +286,25 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 		rw.mu.Lock()
 		report.calls.add(rw.made)
 		rw.mu.Unlock()
-		for n, l := range rw.lives {
+		report.wentBack += int(rw.wentBack.Load())
+		type part struct{ l, whole *life }
+		var parts []part
+		for _, whole := range rw.lives {
+			for _, l := range whole.rewindParts() {
+				parts = append(parts, part{l, whole})
+			}
+		}
+		for n, p := range parts {
+			l := p.l
 			lifeBad := checkLife(r.hist, topo.history, rw.id, n, l, env.onMirror(rw.id))
 			var st regStats
 			lifeBad = append(lifeBad, checkRegistrations(r.hist, topo.history, rw.id, n, l, env.onMirror(rw.id), &st)...)
 			if len(lifeBad) > 0 && testing.Verbose() {
-				t.Logf("watcher %d life %d, its log:\n%s\n%s", rw.id, n, l.log.text(), describeRegs(l))
+				t.Logf("watcher %d life %d, its log:\n%s\n%s", rw.id, n, p.whole.log.text(), describeRegs(l))
 			}
 			bad = append(bad, lifeBad...)
 			for _, e := range l.events {
-				if !e.sync && !e.dropped {
+				if !e.sync && !e.dropped && !e.rewound {
 					report.events++
 				}
 			}

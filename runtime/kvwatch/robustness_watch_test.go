@@ -39,6 +39,9 @@ type revent struct {
 	// dropped marks a data error in the sequence (no event): the value at
 	// rev did not decode, and the watcher took key out of its cache.
 	dropped bool
+	// rewound marks the watcher's report that the store went back (no
+	// event): the life is checked in two parts (robustness_rewind_test.go).
+	rewound bool
 }
 
 // newRevent flattens an event.
@@ -92,6 +95,12 @@ type life struct {
 	// events (with its data errors) made that state too (quiesce).
 	final *kvwatch.Checkpoint
 	quiet bool
+	// noRegs is set once the store is about to go back (storeGoesBack):
+	// no registration starts in this life after. logShift is how many
+	// entries of the whole life's log precede this part's (a part of a life
+	// the store going back split: robustness_rewind_test.go).
+	noRegs   bool
+	logShift int
 }
 
 // lineLog is a slog handler keeping the last 400 lines logged.
@@ -155,6 +164,11 @@ type robustWatcher struct {
 	slow   atomic.Int64
 	inCall [callees]atomic.Pointer[callPlan]
 	made   callsMade
+	// regMu makes adding a registration and ending them all (before the
+	// store goes back) exclusive.
+	regMu sync.Mutex
+	// wentBack counts its reports that the store went back.
+	wentBack atomic.Int64
 }
 
 // savedCheckpoint is a checkpoint as JSON, typed as generated code types
@@ -228,6 +242,14 @@ func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
 		kvwatch.OnError(func(err error) {
 			var data *kvwatch.DataError
 			var unknown *kvwatch.UnknownKeyError
+			var wentBack *kvwatch.StreamWentBackError
+			if errors.As(err, &wentBack) {
+				l.mu.Lock()
+				l.events = append(l.events, revent{rewound: true, rev: wentBack.Revision})
+				l.mu.Unlock()
+				rw.wentBack.Add(1)
+				return
+			}
 			if errors.As(err, &data) {
 				l.mu.Lock()
 				l.reported[data.Revision] = true

@@ -42,10 +42,14 @@ func (w *Watcher) watch() error {
 	if len(w.filters) > 0 {
 		err := w.retrying(func(attempt int) (err error) {
 			if attempt > 0 {
+				// The stream may have gone back meanwhile (ensureSameStream).
 				// Entries the failed attempt delivered may be gone by now:
 				// the read that follows confirms them, and the keys it does
 				// not find are deleted at sync (as a resumed watcher's
 				// re-list does).
+				if err := w.ensureSameStream(); err != nil {
+					return err
+				}
 				w.beginRelist(nil)
 			}
 			plan, err := w.startPlan(w.ctx)
@@ -54,6 +58,10 @@ func (w *Watcher) watch() error {
 			}
 			return err
 		})
+		var wb *errWentBack
+		if errors.As(err, &wb) {
+			err = w.relistAfterRewind(wb.err)
+		}
 		if err != nil || w.ctx.Err() != nil {
 			return err
 		}
@@ -71,11 +79,22 @@ func (w *Watcher) watch() error {
 			err = w.tail()
 		}
 		var rs *errRescope
+		var wb *errWentBack
 		switch {
 		case err == nil:
 			return nil // the context ended
 		case errors.As(err, &rs):
-			if err := w.rescope(rs.reqs); err != nil || w.ctx.Err() != nil {
+			err := w.rescope(rs.reqs)
+			if errors.As(err, &wb) {
+				err = w.relistAfterRewind(wb.err) // it applies the scopes too
+			}
+			if err != nil || w.ctx.Err() != nil {
+				return err
+			}
+			attempt = 0
+			continue
+		case errors.As(err, &wb):
+			if err := w.relistAfterRewind(wb.err); err != nil || w.ctx.Err() != nil {
 				return err
 			}
 			attempt = 0
@@ -102,6 +121,9 @@ func (w *Watcher) rescope(reqs []*rescopeRequest) error {
 	var sw scopeSwitch
 	err := w.retrying(func(attempt int) (err error) {
 		if attempt > 0 {
+			if err := w.ensureSameStream(); err != nil {
+				return err
+			}
 			// Entries the failed attempt delivered may be gone by now:
 			// the read that follows confirms the added scopes' keys, and
 			// those it does not find are deleted when the scopes are
@@ -114,7 +136,8 @@ func (w *Watcher) rescope(reqs []*rescopeRequest) error {
 		}
 		return err
 	})
-	if err != nil {
+	var wb *errWentBack
+	if err != nil && !errors.As(err, &wb) {
 		w.rescopes.finish(err, false)
 	}
 	return err
@@ -132,8 +155,9 @@ func (w *Watcher) retrying(try func(attempt int) error) error {
 		if w.ctx.Err() != nil {
 			return nil
 		}
-		if terminal(err) {
-			return err
+		var wb *errWentBack
+		if terminal(err) || errors.As(err, &wb) {
+			return err // a stream gone back is the caller's to re-list
 		}
 		if stop, final := w.backoff(attempt, err); stop {
 			return final

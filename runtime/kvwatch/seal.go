@@ -60,6 +60,9 @@ const (
 // whether it got there. Cut short, it advances them as far as it read,
 // and end is where the stream had got to as far as the seal knows.
 func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete bool, err error) {
+	if err := w.ensureSameStream(); err != nil {
+		return 0, false, err
+	}
 	subject, deliver := subjects.Covering(w.subjectPrefix, w.filters), w.scanDeliver(plan)
 	var read uint64
 	if w.directGet {
@@ -112,6 +115,9 @@ func (w *Watcher) bridge() {
 	if plan == nil || !w.directGet || plan.lastPerSubject || len(w.filters) == 0 {
 		return
 	}
+	if w.ensureSameStream() != nil {
+		return // the tail checks the stream again before its next consumer
+	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
 	defer cancel()
 	read, _, complete, err := w.sealByDirectGet(ctx, subjects.Covering(w.subjectPrefix, w.filters), plan.from, w.scanDeliver(plan))
@@ -142,8 +148,14 @@ func (w *Watcher) sealByDirectGet(ctx context.Context, subject string, after uin
 			delivered = max(delivered, e.revision)
 		}
 	}
+	var a answer
 	for round := 1; ; round++ {
-		res, err := dg.Read(directget.Request{Seq: end + 1, NextBySubj: subject, Batch: sealBatch}, fn)
+		res, err := dg.Read(directget.Request{Seq: end + 1, NextBySubj: subject, Batch: sealBatch}, a.add)
+		if err == nil || errors.Is(err, directget.ErrNoResults) { // "nothing after" counts only from a checked stream too
+			if aerr := a.apply(w, fn); aerr != nil {
+				err = aerr
+			}
+		}
 		switch {
 		case errors.Is(err, directget.ErrNoResults):
 			return end, end, true, nil // nothing after end
@@ -169,6 +181,9 @@ func (w *Watcher) sealByMsgGet(ctx context.Context, subject string, after uint64
 	read = after
 	for range maxSealGets {
 		e, found, err := w.msgGetNext(ctx, read+1, subject)
+		if err == nil && w.js.Conn().Stats().Reconnects != w.checkedAt {
+			err = errUnchecked // as an answer of a direct get (answer.apply)
+		}
 		switch {
 		case err != nil && w.refusedOptional():
 			w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot seal the catch-up without direct get (no permission for the stream's message API): a key overwritten during it may come just after the sync point",

@@ -111,7 +111,11 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 	}
 	defer dg.Close()
 	first := directget.Request{MultiLast: filters}
-	end, err := dg.Read(first, w.deliverSnapshotMsg)
+	var a answer
+	end, err := dg.Read(first, a.add)
+	if err == nil {
+		err = a.apply(w, w.deliverSnapshotMsg)
+	}
 	res := readResult{path: pathDirect}
 	plan := directget.NewPlan(nil, before)
 	switch {
@@ -138,7 +142,7 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 		res.marks.mark(filters, end.UpTo)
 		plan.Resume(first, end)
 	}
-	if err := w.readRequests(ctx, dg, stream, plan, &res); err != nil {
+	if err := w.readRequests(ctx, dg, stream, plan, &res, &a); err != nil {
 		return readResult{}, err
 	}
 	res.oldest, res.newest = before, before
@@ -148,13 +152,13 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 	return res, nil
 }
 
-// readRequests sends the requests of plan, pipelined, and tells the plan
-// how each was answered: a request matching more than 1,024 keys is cut
+// readRequests sends the requests of plan, pipelined (each answer applied
+// whole, through a), and tells the plan how each was answered: a request matching more than 1,024 keys is cut
 // again, and a single filter matching more is replaced by requests for
 // the keys it lists, in chunks of explicit subjects; an answer cut short
 // by the byte limit is continued from its last sequence. It records in
 // res the revision each answer is as of, and the listing path.
-func (w *Watcher) readRequests(ctx context.Context, dg *directget.Getter, stream jetstream.Stream, plan *directget.Plan, res *readResult) error {
+func (w *Watcher) readRequests(ctx context.Context, dg *directget.Getter, stream jetstream.Stream, plan *directget.Plan, res *readResult, a *answer) error {
 	var inflight []*directget.Pending
 	for {
 		w.waitForRoom() // backpressure, before asking for more (listener.go)
@@ -174,7 +178,10 @@ func (w *Watcher) readRequests(ctx context.Context, dg *directget.Getter, stream
 		}
 		p := inflight[0]
 		inflight = inflight[1:]
-		end, err := dg.Receive(p, w.deliverSnapshotMsg)
+		end, err := dg.Receive(p, a.add)
+		if err == nil {
+			err = a.apply(w, w.deliverSnapshotMsg)
+		}
 		switch {
 		case errors.Is(err, directget.ErrNoResults):
 			if p.Req.UpToSeq == 0 {

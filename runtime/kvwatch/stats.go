@@ -18,6 +18,10 @@ type Stats struct {
 	// ConsumerResets counts how often the consumer was recreated after a
 	// lost heartbeat, a reconnect or a server restart.
 	ConsumerResets uint64
+	// StreamWentBack counts the times the watcher found its stream gone
+	// back in time (it lost acknowledged writes, or was restored from a
+	// backup: *StreamWentBackError) and re-listed.
+	StreamWentBack uint64
 	// LastRevision is the revision of the last entry applied in stream
 	// order: every change up to it is in the caches. A checkpoint taken
 	// now would resume from it.
@@ -83,6 +87,7 @@ func (w *Watcher) Stats() Stats {
 		UnknownKeys:    w.stats.unknownKeys.Load(),
 		HandlerPanics:  w.stats.handlerPanics.Load(),
 		ConsumerResets: w.stats.consumerResets.Load(),
+		StreamWentBack: w.stats.wentBack.Load(),
 		Pending:        w.stats.pending.Load(),
 		Received:       w.stats.received.Load(),
 		Synced:         w.isSynced(),

@@ -75,7 +75,9 @@ func (w *Watcher) tail() error {
 // checkStream makes sure that the stream a broken tail goes on with is the
 // one the caches come from: a bucket deleted and made again (its revisions
 // start over) ends the watch with ErrBucketNotFound, as the deletion alone
-// does. One stream info request, after a consumer broke only.
+// does; a stream that went back (rewind.go) is re-listed (*errWentBack).
+// One stream info request and one direct get, after a consumer broke and
+// at the end of a catch-up.
 func (w *Watcher) checkStream() error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.requestTimeout)
 	defer cancel()
@@ -83,7 +85,17 @@ func (w *Watcher) checkStream() error {
 	if err != nil {
 		return w.streamErr(err)
 	}
-	return w.sameStream(stream.CachedInfo())
+	reconnects := w.js.Conn().Stats().Reconnects // before the check: a reconnect during it is checked again
+	info := stream.CachedInfo()
+	if err := w.sameStream(info); err != nil {
+		return err
+	}
+	err = w.checkNotBack(ctx, info)
+	var wb *errWentBack
+	if err == nil || errors.As(err, &wb) {
+		w.checkedAt = reconnects // what this session's stream is, is known: the same, or one to re-list
+	}
+	return err
 }
 
 // sameStream returns ErrBucketNotFound when info is of another stream than
@@ -119,6 +131,11 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		if err := w.checkStream(); err != nil {
 			return err
 		}
+	}
+	if w.js.Conn().Stats().Reconnects != w.checkedAt {
+		// Created after a reconnect the stream was not checked since (a
+		// server restored from an older store): check it first.
+		return &errConsumerBroken{why: "reconnected before the consumer was created"}
 	}
 	// 1,000 messages a pull: a consumer's initial delivery of a state went
 	// faster than with nats.go's default 500, and the client buffers at

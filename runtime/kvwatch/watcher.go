@@ -113,10 +113,22 @@ type Watcher struct {
 	// event goroutine waits for them before the watch is done.
 	bg sync.WaitGroup
 
-	// otherStream is set while a resumed watcher re-lists a stream other
-	// than its checkpoint's (the bucket was made again): the revisions of
-	// the restored entries say nothing about the stream's.
+	// otherStream is set while the watcher re-lists a stream other than
+	// the one its caches come from (a resumed watcher's bucket made again,
+	// a stream that went back): the revisions of the cached entries say
+	// nothing about the stream's.
 	otherStream bool
+	// anchors are the newest entries applied, guarded by state.mu: what
+	// tells a stream that went back (rewind.go); rewound says why a
+	// resumed watcher found its stream gone back since the checkpoint.
+	anchors anchors
+	rewound string
+	// checkedAt is the connection's reconnect count when the stream was
+	// last checked (event goroutine only; ensureSameStream); msgGetRefused
+	// is set once the connection was refused the stream's message API,
+	// which checks the stream without direct get.
+	checkedAt     uint64
+	msgGetRefused bool
 
 	mu         sync.Mutex
 	err        error  // terminal error, set before done is closed
@@ -173,6 +185,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 	if last := js.Conn().LastError(); last != nil {
 		w.errAtStart = last.Error()
 	}
+	w.checkedAt = js.Conn().Stats().Reconnects // Start reads the stream as it is
 	var err error
 	if w.templates, err = checkBindings(bindings); err != nil {
 		return nil, err
@@ -431,6 +444,7 @@ func (w *Watcher) commitRevision(e *rawEntry) {
 // back: after SetScopes read an added scope from a replica behind the
 // watcher, the tail delivers its entries from there.
 func (w *Watcher) commitRevisionLocked(e *rawEntry) {
+	w.noteApplied(e)
 	if e.ordered && e.revision > w.state.revision {
 		w.state.revision = e.revision
 	}

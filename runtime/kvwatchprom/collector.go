@@ -180,8 +180,10 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s kvwatch.Stats, l labe
 	counter(d.unknownKeys, s.UnknownKeys)
 	counter(d.handlerPanics, s.HandlerPanics)
 	counter(d.consumerResets, s.ConsumerResets)
+	counter(d.wentBack, s.StreamWentBack)
 	counter(d.received, s.Received)
 	gauge(d.pending, float64(s.Pending))
+	gauge(d.queued, float64(s.Queued))
 	gauge(d.lastRevision, float64(s.LastRevision))
 	gauge(d.synced, boolValue(s.Synced))
 	gauge(d.filters, float64(s.Filters))
@@ -214,6 +216,7 @@ func boolValue(b bool) float64 {
 type descs struct {
 	events, dataErrors, cached                           *prometheus.Desc
 	unknownKeys, handlerPanics, consumerResets, received *prometheus.Desc
+	wentBack, queued                                     *prometheus.Desc
 	pending, lastRevision, synced, filters               *prometheus.Desc
 	mirrorStale, mirrorSinceHeard, mirrorLag             *prometheus.Desc
 }
@@ -221,6 +224,7 @@ type descs struct {
 func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.events, d.dataErrors, d.cached,
 		d.unknownKeys, d.handlerPanics, d.consumerResets, d.received,
+		d.wentBack, d.queued,
 		d.pending, d.lastRevision, d.synced, d.filters,
 		d.mirrorStale, d.mirrorSinceHeard, d.mirrorLag}
 }
@@ -246,10 +250,14 @@ func newDescs(constLabels prometheus.Labels) descs {
 			"Handler panics recovered (*kvwatch.HandlerError); the watch went on after each."),
 		consumerResets: desc("consumer_resets_total",
 			"Times the watcher recreated its consumer after a lost heartbeat, a reconnect or a server restart."),
+		wentBack: desc("stream_went_back_total",
+			"Times the watcher found its bucket's stream gone back in time (the server lost writes it had acknowledged, or was restored from a backup: *kvwatch.StreamWentBackError) and re-listed. Anything above 0 means the server lost data."),
+		queued: desc("queued_events",
+			"How far handlers are behind the caches: the most events (and OnSynced or OnError calls) any set of handlers of the watcher has queued and not run yet. Above 256 the watcher stops reading from the server until they catch up."),
 		received: desc("received_entries_total",
 			"Entries received from the server: initial-state reads and consumer messages, including those then skipped. What watching costs the network; re-scoping adds only the added scopes' entries."),
 		pending: desc("pending_entries",
-			"Entries known to be waiting: during the initial read, those not delivered yet (progress); afterwards, the messages the server still held for the consumer when it sent the last one handled (lag behind the stream; up to one pull of 1000 more may wait in the client behind a slow handler)."),
+			"Entries known to be waiting: during the initial read, those not delivered yet (progress); afterwards, the messages the server still held for the consumer when it sent the last one handled (lag behind the stream; up to a pull and a half of 1000 more may wait in the client behind a slow handler, besides kvwatch_queued_events)."),
 		lastRevision: desc("last_revision",
 			"Revision (stream sequence) of the last entry applied in stream order: every change up to it is in the caches, and a checkpoint taken now resumes from it."),
 		synced: desc("synced",

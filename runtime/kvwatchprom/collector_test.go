@@ -168,6 +168,7 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 	if err := w.WaitRevision(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the handlers caught up", func() bool { return w.Stats().Queued == 0 })
 
 	l := func(extra string) string { return `{bucket="network",` + extra + `watcher="routing"}` }
 	want := []string{
@@ -191,8 +192,10 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 		"kvwatch_handler_panics_total" + l("") + " 1",
 		fmt.Sprintf("kvwatch_last_revision%s %d", l(""), rev),
 		"kvwatch_pending_entries" + l("") + " 0",
+		"kvwatch_queued_events" + l("") + " 0",
 		// 3 read as the initial state, 6 from the consumer.
 		"kvwatch_received_entries_total" + l("") + " 9",
+		"kvwatch_stream_went_back_total" + l("") + " 0",
 		"kvwatch_synced" + l("") + " 1",
 		"kvwatch_unknown_keys_total" + l("") + " 1",
 	}
@@ -285,8 +288,8 @@ func TestCollectorAddAndRemove(t *testing.T) {
 	if got := series(t, reg, "kvwatch_synced"); !slices.Equal(got, []string{synced[0], synced[2]}) {
 		t.Errorf("after Remove(routing) gathered\n%s", strings.Join(got, "\n"))
 	}
-	if n := testutil.CollectAndCount(c); n != 2*(3*5+8) {
-		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 8 per watcher)", n, 2*(3*5+8))
+	if n := testutil.CollectAndCount(c); n != 2*(3*5+10) {
+		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 10 per watcher)", n, 2*(3*5+10))
 	}
 	if err := c.Add(firewall.Watcher, "routing"); !errors.Is(err, kvwatchprom.ErrDuplicate) {
 		t.Errorf("Add of firewall as routing, while added as firewall = %v, want ErrDuplicate", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +142,36 @@ func (n *Node) Restart(t testing.TB) {
 	t.Helper()
 	n.Stop()
 	n.start(t)
+}
+
+// Backup stops the server, copies its store and starts it again. The
+// function it returns puts that copy back, as a restore from a backup, or
+// a crash that lost writes the server had acknowledged (nats-server syncs
+// its files every two minutes by default), does: it stops the server,
+// replaces the store with the copy and starts it again on the same ports.
+// The streams then come back with their creation times unchanged and the
+// writes made since the backup gone; their next writes reuse those
+// sequences.
+func (n *Node) Backup(t testing.TB) (restore func()) {
+	t.Helper()
+	store := n.opts.StoreDir
+	backup := filepath.Join(t.TempDir(), "store")
+	n.Stop()
+	if err := os.CopyFS(backup, os.DirFS(store)); err != nil {
+		t.Fatalf("kvwatchtest: backing up %s: %v", store, err)
+	}
+	n.start(t)
+	return func() {
+		t.Helper()
+		n.Stop()
+		if err := os.RemoveAll(store); err != nil {
+			t.Fatalf("kvwatchtest: restoring %s: %v", store, err)
+		}
+		if err := os.CopyFS(store, os.DirFS(backup)); err != nil {
+			t.Fatalf("kvwatchtest: restoring %s: %v", store, err)
+		}
+		n.start(t)
+	}
 }
 
 // Cluster is a JetStream cluster of embedded servers in one process.
