@@ -2,8 +2,8 @@ package kvwatch_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
