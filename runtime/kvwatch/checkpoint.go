@@ -254,6 +254,7 @@ func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*c
 		return w.readPlan(ctx, stream)
 	}
 	w.setResumePath("delta", "")
+	w.seenFrom = r.Revision
 	for _, b := range w.bindings {
 		b.cancelRelist() // marks of a failed earlier attempt: the delta confirms the rest
 	}
@@ -276,7 +277,9 @@ func (w *Watcher) resumedWentBack(ctx context.Context, r *Checkpoint, info *jets
 	w.state.mu.RLock()
 	as := w.anchors.newestFirst()
 	w.state.mu.RUnlock()
-	wb, err := w.wentBack(ctx, info, r.Revision, as)
+	// A checkpoint holds current entries, not the deletes before its
+	// revision: the entries in scope after its newest tell nothing.
+	wb, err := w.wentBack(ctx, info, r.Revision, as, false)
 	if err != nil || wb == nil {
 		return "", err
 	}

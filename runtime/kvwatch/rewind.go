@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // This file is a stream that went back in time. A server can lose writes
@@ -48,8 +49,10 @@ type StreamWentBackError struct {
 	Revision, LastSeq uint64
 	// At is the revision of an entry the watcher applied, Key its key,
 	// that the stream now holds as another entry (Found is its key there)
-	// or no longer reaches (Found ""); 0 when the stream's last sequence is
-	// below Revision.
+	// or no longer reaches (Found ""); or, with Key "", a revision at or
+	// below Revision holding an entry in the watcher's scopes that it never
+	// saw (of key Found). 0 when the stream's last sequence is below
+	// Revision.
 	At         uint64
 	Key, Found string
 	// Resumed is set when the watcher was resumed from a checkpoint taken
@@ -66,6 +69,8 @@ func (e *StreamWentBackError) Error() string {
 	switch {
 	case e.At > 0 && e.Found == "":
 		what = fmt.Sprintf("its last sequence %d is below revision %d, where %s had %s", e.LastSeq, e.At, whose, e.Key)
+	case e.At > 0 && e.Key == "":
+		what = fmt.Sprintf("revision %d, below %s's revision %d, holds an entry in its scopes (of %s) that it never saw", e.At, whose, e.Revision, e.Found)
 	case e.At > 0:
 		what = fmt.Sprintf("revision %d, where %s had %s, now holds another entry (of %s)", e.At, whose, e.Key, e.Found)
 	}
@@ -134,8 +139,13 @@ func (w *Watcher) noteApplied(e *rawEntry) {
 // wentBack returns a *StreamWentBackError when the stream of info no
 // longer holds what the caches (revision rev, anchors as) come from;
 // nil when it does, or when no anchor is still held to tell. Anchors
-// without a value (a checkpoint's) are compared by key and time.
-func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev uint64, as []anchor) (*StreamWentBackError, error) {
+// without a value (a checkpoint's) are compared by key and time. With
+// seenAll (a live watcher: every entry in scope after seenFrom and up to
+// rev it has seen is an anchor), an entry in scope between the newest
+// anchor and rev, which the watcher would have seen, tells too: the stream
+// went back to before the newest anchor and new writes filled the
+// revisions after it.
+func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev uint64, as []anchor, seenAll bool) (*StreamWentBackError, error) {
 	last := info.State.LastSeq
 	wb := &StreamWentBackError{Bucket: w.bucket, Revision: rev, LastSeq: last}
 	if last < rev {
@@ -165,9 +175,51 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 			wb.At, wb.Key, wb.Found = a.revision, a.key, e.key
 			return wb, nil
 		}
-		return nil, nil // the newest entry still held is the one applied
+		break // the newest entry still held is the one applied
 	}
-	return nil, nil
+	if !seenAll || len(as) == 0 || max(as[0].revision, w.seenFrom) >= rev {
+		return nil, nil
+	}
+	e, found, err := w.inScopeBetween(ctx, max(as[0].revision, w.seenFrom), rev)
+	if err != nil || !found {
+		return nil, err
+	}
+	wb.At, wb.Found = e.revision, e.key
+	return wb, nil
+}
+
+// inScopeBetween returns the first entry in the watcher's scopes after
+// revision from and at or below to, reading one answer of at most
+// sealBatch entries (what it does not reach is not looked at).
+func (w *Watcher) inScopeBetween(ctx context.Context, from, to uint64) (e rawEntry, found bool, err error) {
+	filters := w.currentFilters()
+	if len(filters) == 0 {
+		return rawEntry{}, false, nil
+	}
+	w.mu.Lock()
+	matcher := w.scopeKeys
+	w.mu.Unlock()
+	if !w.directGet {
+		e, found, err := w.msgGetNext(ctx, from+1, subjects.Covering(w.subjectPrefix, filters))
+		if err != nil || !found || e.revision > to || !matcher.Matches(e.key) {
+			return rawEntry{}, false, nil // not told: a check, not a read
+		}
+		return e, true, nil
+	}
+	dg := directget.New(w.js, w.directStream, w.cfg.requestTimeout)
+	if err := dg.Open(ctx); err != nil {
+		return rawEntry{}, false, err
+	}
+	defer dg.Close()
+	_, err = dg.Read(directget.Request{Seq: from + 1, NextBySubj: subjects.Covering(w.subjectPrefix, filters), Batch: sealBatch}, func(msg *nats.Msg) {
+		if m, ok := w.directEntry(msg); ok && !found && m.revision <= to && matcher.Matches(m.key) {
+			e, found = m, true
+		}
+	})
+	if errors.Is(err, directget.ErrNoResults) {
+		err = nil
+	}
+	return e, found, err
 }
 
 // entryFrom reads the stream's first entry at or after seq, by direct get
@@ -253,7 +305,7 @@ func (w *Watcher) checkNotBack(ctx context.Context, info *jetstream.StreamInfo) 
 	w.state.mu.RLock()
 	rev, as := w.state.revision, w.anchors.newestFirst()
 	w.state.mu.RUnlock()
-	wb, err := w.wentBack(ctx, info, rev, as)
+	wb, err := w.wentBack(ctx, info, rev, as, true)
 	switch {
 	case err != nil:
 		return fmt.Errorf("kvwatch: bucket %s: checking the stream: %w", w.bucket, err)
@@ -266,6 +318,7 @@ func (w *Watcher) checkNotBack(ctx context.Context, info *jetstream.StreamInfo) 
 // reportWentBack counts, logs and reports a stream that went back; the
 // caller re-lists.
 func (w *Watcher) reportWentBack(wb *StreamWentBackError) {
+	w.lastWentBack.Store(wb)
 	w.stats.wentBack.Add(1)
 	w.cfg.logger.LogAttrs(w.ctx, slog.LevelError, "kvwatch: the stream went back: re-listing",
 		slog.String("bucket", w.bucket), slog.Any("error", wb))

@@ -291,3 +291,80 @@ func TestResumedWatcherNoticesTheStreamWentBack(t *testing.T) {
 		})
 	}
 }
+
+// A watcher whose revision is past its newest entry (WaitRevision raised
+// it over writes outside its scopes) notices a loss that reaches back
+// before that entry: the stream keeps the entry, but now holds a write in
+// the watcher's scopes at a revision the watcher already counts as seen.
+// Without the check, its consumer would start after that write, and the
+// write would never reach it.
+func TestLiveWatcherNoticesALossPastItsNewestEntry(t *testing.T) {
+	r := newRewound(t)
+	rec := newRecorder()
+	routes, _ := routeOpLog()
+	w, err := kvwatch.Start(context.Background(), r.watcherConn(t), &network, vpcs("a"),
+		[]kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)}, rec.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+	var outside uint64
+	for i := range 5 {
+		outside = put(t, r.kv, fmt.Sprintf("vpc.b.route.x%d", i), route{CIDR: "lost"})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.WaitRevision(ctx, outside); err != nil {
+		t.Fatal(err)
+	}
+
+	r.dialer.hold()
+	r.restore() // back to vpc a's r1..r5, before the writes outside
+	r.kv = r.bucket(t)
+	put(t, r.kv, "vpc.a.route.new", route{CIDR: "new"}) // at a revision the watcher counts as seen
+	for r.lastSeq(t) < outside {
+		put(t, r.kv, "vpc.b.route.y", route{CIDR: "new"})
+	}
+	r.dialer.release()
+
+	wb := wentBackReported(t, rec)
+	if wb.Key != "" || wb.Found != "vpc.a.route.new" {
+		t.Errorf("reported %+v, want the write in scope the watcher never saw", wb)
+	}
+	kvwatchtest.Eventually(t, 10*time.Second, "the caches the bucket's state", func() bool {
+		return slices.Equal(routesState(routes), bucketState(t, r.kv, "a"))
+	})
+}
+
+// WaitRevision for a revision the watcher has not reached returns the
+// loss when the stream goes back meanwhile: the write at that revision may
+// be gone, and the next one there another write.
+func TestWaitRevisionAcrossAStreamGoneBack(t *testing.T) {
+	r := newRewound(t)
+	rec := newRecorder()
+	w, err := kvwatch.Start(context.Background(), r.watcherConn(t), &network, vpcs("a"),
+		[]kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)}, rec.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+	lost := r.loseWrites(t)
+	waitRevision(t, w, lost)
+	waited := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		waited <- w.WaitRevision(ctx, lost+100)
+	}()
+	r.restore()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, kvwatch.ErrStreamWentBack) {
+			t.Errorf("WaitRevision across the loss = %v, want ErrStreamWentBack", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("WaitRevision did not return within 15 s of the loss")
+	}
+}

@@ -121,11 +121,15 @@ func (rw *robustWatcher) calls(where callee, l *life, w *kvwatch.Watcher) {
 		rw.run.violation("watcher %d: %s from %s did not return within %s", rw.id, p.kind, where, callWithin)
 	})
 	defer hang.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), callWithin)
+	ctx, cancel := context.WithTimeout(rw.run.callsCtx, callWithin)
 	defer cancel()
 	// ended reports whether an error is the watch's end (the driver
-	// stopped it, or the bucket went away): no fault of the call.
+	// stopped it, or the bucket went away), or the run's: no fault of the
+	// call.
 	ended := func(err error) bool {
+		if rw.run.callsCtx.Err() != nil {
+			return true
+		}
 		select {
 		case <-w.Done():
 			return true
@@ -152,7 +156,7 @@ func (rw *robustWatcher) calls(where callee, l *life, w *kvwatch.Watcher) {
 		switch {
 		case err == nil && w.Stats().LastRevision < rev:
 			rw.run.violation("watcher %d: WaitRevision(%d) from %s returned at revision %d", rw.id, rev, where, w.Stats().LastRevision)
-		case err != nil && !ended(err) && epoch == rw.run.hist.currentEpoch():
+		case err != nil && !ended(err) && epoch == rw.run.hist.currentEpoch() && !errors.Is(err, kvwatch.ErrStreamWentBack):
 			rw.run.violation("watcher %d: WaitRevision(%d) from %s: %v", rw.id, rev, where, err)
 		}
 	case callAddHandlers:

@@ -64,13 +64,20 @@ func (l *life) rewindParts() []*life {
 		state.apply(e)
 	}
 	after.resumed = state.checkpoint()
-	// Registrations: all ended before the store went back (endRegistrations),
-	// but those of a life resumed across it, which began with the mark:
-	// their positions in the log are one less in the second part.
-	if k == 0 {
-		after.regs, after.logShift = l.regs, l.logShift+1
-	} else {
-		before.regs, before.logShift = l.regs, l.logShift
+	// Registrations go with the part they were added in (they end before
+	// the store goes back: endRegistrations); those of a life resumed
+	// across it, which begins with the mark, with the second. Positions in
+	// the second part's log are k+1 less.
+	before.logShift, after.logShift = l.logShift, l.logShift+k+1
+	for _, g := range l.regs {
+		g.mu.Lock()
+		at := g.logAt - l.logShift
+		g.mu.Unlock()
+		if k > 0 && at <= k {
+			before.regs = append(before.regs, g)
+		} else {
+			after.regs = append(after.regs, g)
+		}
 	}
 	return append([]*life{before}, after.rewindParts()...)
 }

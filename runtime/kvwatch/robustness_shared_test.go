@@ -550,7 +550,7 @@ func checkRegistrations(hist *history, bucketHistory int, id, n int, l *life, mi
 // history.
 func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats, fail func(string, ...any)) {
 	g.mu.Lock()
-	events, state, logAt := slices.Clone(g.events), g.state, max(0, g.logAt-q.l.logShift)
+	events, state, logAt := slices.Clone(g.events), g.state, min(max(0, g.logAt-q.l.logShift), len(q.items))
 	syncedAt, selfRemovedAt, removedAt := g.syncedAt, g.selfRemovedAt, g.removedAt
 	if removedAt >= 0 {
 		removedAt = max(0, removedAt-q.l.logShift)
@@ -636,6 +636,11 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 		}
 		return true
 	}
+	// Stop ends every listener where it is: the watcher's own handlers
+	// may be cut before the registration's (each runs behind the caches
+	// by its own queue), whose last events are then checked against the
+	// history alone (below).
+	ownCut := l.stopAt >= 0 && !l.quiet
 	// Candidates: with events after the replay, s is at most the first
 	// watcher event equal to the first of them, after the event before it.
 	from, to := lo, len(q.m)
@@ -647,12 +652,17 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 				break
 			}
 		}
-		if e0 < 0 {
+		switch {
+		case e0 < 0 && ownCut:
+			// The watcher's own handlers stopped before it: the split is
+			// anywhere after lo.
+		case e0 < 0:
 			fail("its first event after the replay, %v, is none of the watcher's after the snapshot (R %d, its log at %d)", live[0], R, logAt)
 			return
+		default:
+			to = e0
 		}
-		to = e0
-		for i := e0 - 1; i >= lo; i-- {
+		for i := to - 1; i >= lo && e0 >= 0; i-- {
 			if !q.items[q.m[i]].dropped {
 				from = i + 1 // the split is after the last event it does not have
 				break
@@ -683,12 +693,19 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 			break
 		}
 	}
-	if s < 0 {
+	beyondOwn := false // the split lies past where Stop cut the watcher's own handlers
+	switch {
+	case s < 0 && ownCut:
+		s, beyondOwn = len(q.m), true
+	case s < 0:
 		fail("no split of the watcher's log fits it (R %d, synced %v, re-scoping %v, its log at %d, %d replayed of %d): %s",
 			R, state.Synced, state.Rescoping, logAt, len(replay), nReplay, why)
 		return
 	}
 	fold = q.stateAt(s)
+	if beyondOwn {
+		fold = maps2(replayed) // what it knows where it starts is its replay
+	}
 	if s > lo {
 		st.inFlight++
 	}
@@ -709,11 +726,6 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 			after = append(after, x)
 		}
 	}
-	// Stop ends every listener where it is: the watcher's own handlers
-	// may be cut before the registration's (each runs behind the caches
-	// by its own queue), whose last events are then checked against the
-	// history alone (below).
-	ownCut := l.stopAt >= 0 && !l.quiet
 	for j, e := range live {
 		if j >= len(after) && ownCut {
 			break
@@ -766,6 +778,9 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 		switch k := syncedAt - nReplay; {
 		case !complete:
 			fail("OnSynced with its replay cut short")
+		case (msync < 0 && ownCut) || beyondOwn:
+			// The watcher's own handlers stopped before its sync point, or
+			// before its split: nothing to place it by.
 		case msync < 0:
 			fail("OnSynced, the watcher never synced")
 		case k != beforeSync:

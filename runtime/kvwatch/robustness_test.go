@@ -144,6 +144,9 @@ type robustRun struct {
 
 	mu         sync.Mutex
 	violations []string
+	// callsCtx ends the calls from user code still waiting when traffic
+	// stops (robustness_calls_test.go): the watchers must then converge.
+	callsCtx context.Context
 }
 
 func (r *robustRun) violation(format string, args ...any) {
@@ -206,7 +209,9 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	t.Logf("seed %d (replay: go test ./runtime/kvwatch -run 'Robustness/%s' -robust.seed %d)", seed, topo.name, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	env := topo.start(t)
-	r := &robustRun{t: t, hist: &history{}, observers: env.observers()}
+	callsCtx, endCalls := context.WithCancel(context.Background())
+	defer endCalls()
+	r := &robustRun{t: t, hist: &history{}, observers: env.observers(), callsCtx: callsCtx}
 	r.healthy.Store(true)
 	report := robustReport{runs: 1, faultsByName: map[string]int{}}
 
@@ -249,9 +254,11 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 		drive.operate()
 	}
 
-	// The end: traffic stops, every server is up, and every watcher must
-	// converge on the bucket's final state within its scopes.
+	// The end: traffic stops, every server is up, calls from user code
+	// still waiting end, and every watcher must converge on the bucket's
+	// final state within its scopes.
 	cancel()
+	endCalls()
 	bg.Wait()
 	for _, wr := range writers {
 		report.batches += wr.batches
@@ -395,7 +402,7 @@ func (d *robustDriver) quiesce(rw *robustWatcher) {
 			break
 		}
 		if time.Now().After(deadline) {
-			d.run.violation("watcher %d: its handlers' events do not make its final caches within 10 s: %v", rw.id, diff)
+			d.run.violation("watcher %d: its handlers' events do not make its final caches within 10 s: %v\nits log:\n%s", rw.id, diff, l.log.text())
 			return
 		}
 	}

@@ -59,6 +59,7 @@ const (
 func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUp, error) {
 	info := stream.CachedInfo()
 	w.setStreamCreated(info.Created)
+	w.seenFrom = 0 // a read of the whole state sees every key's newest entry
 	last := info.State.LastSeq
 	byConsumer := &catchUp{lastPerSubject: true, target: last, pending: true, path: pathConsumer}
 	w.learnDirectGet(info)
@@ -252,9 +253,15 @@ func (w *Watcher) deliverSnapshotMsg(msg *nats.Msg) {
 	w.stats.received.Add(1)
 	w.stats.pending.Store(directget.HeaderUint(msg, "Nats-Num-Pending"))
 	e, ok := w.directEntry(msg)
-	if !ok || e.op != OpPut {
-		return
+	switch {
+	case !ok:
+	case e.op != OpPut:
+		// Nothing to deliver, but an entry seen: an anchor (rewind.go).
+		w.state.mu.Lock()
+		w.noteApplied(&e)
+		w.state.mu.Unlock()
+	default:
+		e.initial = true
+		w.deliver(e)
 	}
-	e.initial = true
-	w.deliver(e)
 }

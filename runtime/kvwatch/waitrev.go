@@ -19,9 +19,10 @@ import (
 // through a mirror can read the old value.
 
 // WaitRevision blocks until every change up to revision rev within the
-// watcher's scopes is in its caches (nil), ctx ends (its error), or the
-// watch ends (its error, or ErrStopped). Stats().LastRevision is then at
-// least rev.
+// watcher's scopes is in its caches (nil), ctx ends (its error), the
+// stream goes back meanwhile (its *StreamWentBackError: the write at rev
+// may be lost, and rev another write's), or the watch ends (its error, or
+// ErrStopped). Stats().LastRevision is then at least rev.
 //
 // rev need not be in the watcher's scopes: when the watcher's stream (an
 // edge's mirror: it may lag) holds rev and has no entry in scope after the
@@ -37,10 +38,16 @@ func (w *Watcher) WaitRevision(ctx context.Context, rev uint64) error {
 		return nil
 	}
 	defer w.waiting(true)()
+	wentBack := w.stats.wentBack.Load()
 	if err := w.WaitSynced(ctx); err != nil {
 		return err
 	}
 	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		if w.stats.wentBack.Load() != wentBack {
+			// rev may have been lost with the stream's writes: the
+			// revision the watcher reaches next would be another write's.
+			return w.lastWentBack.Load()
+		}
 		if w.revision() >= rev {
 			return nil
 		}

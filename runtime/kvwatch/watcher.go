@@ -123,12 +123,19 @@ type Watcher struct {
 	// resumed watcher found its stream gone back since the checkpoint.
 	anchors anchors
 	rewound string
+	// lastWentBack is the last stream gone back reported (WaitRevision).
+	lastWentBack atomic.Pointer[StreamWentBackError]
 	// checkedAt is the connection's reconnect count when the stream was
 	// last checked (event goroutine only; ensureSameStream); msgGetRefused
 	// is set once the connection was refused the stream's message API,
 	// which checks the stream without direct get.
 	checkedAt     uint64
 	msgGetRefused bool
+	// seenFrom is the revision after which the watcher has seen every
+	// entry in its scopes (event goroutine only): a resumed watcher's
+	// delta knows those at or below its checkpoint only as the
+	// checkpoint's entries, not their deletes.
+	seenFrom uint64
 
 	mu         sync.Mutex
 	err        error  // terminal error, set before done is closed
