@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -476,4 +477,44 @@ func syncAtConsumerLimit(t *testing.T, js jetstream.JetStream) error {
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	return w.WaitSynced(wctx)
+}
+
+// A watcher started while its server restarts waits for it, within the
+// context given to Start, and then watches: every later phase of a watch
+// retries the same way. Before, Start failed with "context deadline
+// exceeded".
+func TestStartDuringAnOutage(t *testing.T) {
+	node := kvwatchtest.StartNode(t, &server.Options{})
+	_, js := kvwatchtest.Connect(t, node.Server, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	kv := kvwatchtest.Bucket(t, js, "network")
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "a"})
+	node.Stop()
+	var logs lineLog
+	started := make(chan error, 1)
+	var w *kvwatch.Watcher
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds the watch too
+	t.Cleanup(cancel)
+	go func() {
+		var err error
+		w, err = kvwatch.Start(ctx, js, &network, vpcs("a"), []kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)},
+			kvwatch.WithLogger(slog.New(&logs)), kvwatch.WithRequestTimeout(300*time.Millisecond))
+		started <- err
+	}()
+	kvwatchtest.Eventually(t, 10*time.Second, "Start retrying", func() bool {
+		return strings.Contains(logs.text(), "looking the bucket up again")
+	})
+	node.Restart(t)
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("Start during an outage: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start did not return within 20 s of the server's return")
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+	if n := w.Stats().Kinds["Route"].Cached; n != 1 {
+		t.Errorf("%d routes cached, want 1", n)
+	}
 }

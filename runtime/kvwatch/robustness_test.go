@@ -402,7 +402,13 @@ func (d *robustDriver) quiesce(rw *robustWatcher) {
 			break
 		}
 		if time.Now().After(deadline) {
-			d.run.violation("watcher %d: its handlers' events do not make its final caches within 10 s: %v\nits log:\n%s", rw.id, diff, l.log.text())
+			w, _ := rw.watcher()
+			l.mu.Lock()
+			n := len(l.events)
+			last := l.events[max(0, n-5):]
+			l.mu.Unlock()
+			d.run.violation("watcher %d: its handlers' events do not make its final caches within 10 s: %v\nstats %+v; %d events in its log, the last %v\nits log:\n%s",
+				rw.id, diff, w.Stats(), n, last, l.log.text())
 			return
 		}
 	}

@@ -204,9 +204,9 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 	if _, err = w.filtersFor(scopes); err != nil {
 		return nil, err
 	}
-	stream, err := js.Stream(ctx, w.stream)
+	stream, err := w.findStream(ctx)
 	if err != nil {
-		return nil, w.streamErr(noJetStream(js, err))
+		return nil, err
 	}
 	w.startStream = stream
 	w.learnStream(stream.CachedInfo())
@@ -235,6 +235,41 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *kvwatchimpl.Bucket
 		slog.String("bucket", w.bucket), slog.String("subjects", w.subjectPrefix+">"), slog.Int("filters", len(w.filters)))
 	go w.run()
 	return w, nil
+}
+
+// findStream looks the bucket's stream up for Start. A server that does
+// not answer (restarting, unreachable while the connection reconnects) is
+// asked again with the watch's backoff until ctx ends, as every later
+// phase of the watch retries: a node that starts during an outage gets
+// its watcher once the server is back. What retrying cannot fix fails at
+// once: no such bucket, no JetStream, missing permissions, a closed
+// connection.
+func (w *Watcher) findStream(ctx context.Context) (jetstream.Stream, error) {
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
+		stream, err := w.js.Stream(rctx, w.stream)
+		cancel()
+		if err == nil {
+			return stream, nil
+		}
+		err = noJetStream(w.js, err)
+		var nojs *noJetStreamError
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("kvwatch: bucket %s: the server did not answer before the context ended (%w): %w", w.bucket, ctx.Err(), err)
+		case terminal(err), errors.As(err, &nojs):
+			return nil, w.streamErr(err)
+		}
+		if perr := w.permissionError(); perr != nil {
+			return nil, perr
+		}
+		wait := min(100*time.Millisecond<<min(attempt, 5), 2*time.Second)
+		w.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: the server does not answer: looking the bucket up again",
+			slog.String("bucket", w.bucket), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
+		if !sleep(ctx, wait) {
+			return nil, fmt.Errorf("kvwatch: bucket %s: the server did not answer before the context ended (%w): %w", w.bucket, ctx.Err(), err)
+		}
+	}
 }
 
 // scopeSubjects returns the subject filters of scopes, validating every

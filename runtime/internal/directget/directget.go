@@ -49,6 +49,10 @@ var (
 	ErrTooManyResults = errors.New("more than 1024 subjects match")
 	ErrNoResults      = errors.New("no subject matches")
 	ErrNoDirectGet    = errors.New("batched direct get is not available on the stream")
+	// ErrReconnected: the connection reconnected while a request waited
+	// for its answer, which the server that went away may never send (the
+	// request goes again).
+	ErrReconnected = errors.New("the connection reconnected while waiting for the answer")
 )
 
 // Request is the body of a batched direct get: of the newest
@@ -153,6 +157,8 @@ func APIPrefix(js jetstream.JetStream) string {
 type Pending struct {
 	Req   Request
 	reply string
+	// reconnects is the connection's reconnect count when it was sent.
+	reconnects uint64
 }
 
 // Send publishes req; the caller reads its answer with Receive.
@@ -163,25 +169,39 @@ func (d *Getter) Send(req Request) (*Pending, error) {
 		return nil, err
 	}
 	d.sent++
-	p := &Pending{Req: req, reply: d.prefix + strconv.Itoa(d.sent)}
+	p := &Pending{Req: req, reply: d.prefix + strconv.Itoa(d.sent), reconnects: d.nc.Stats().Reconnects}
 	if err := d.nc.PublishRequest(d.subject, p.reply, body); err != nil {
 		return nil, fmt.Errorf("direct get: publish: %w", err)
 	}
 	return p, nil
 }
 
+// reconnectCheck is how often a wait for a reply looks whether the
+// connection reconnected meanwhile (ErrReconnected): a reply the server
+// that went away never sent is otherwise waited for until the timeout.
+const reconnectCheck = 100 * time.Millisecond
+
 // nextReply returns the next reply to p, keeping replies to other
 // requests for later. A "no responders" status is an error of NextMsg
 // whichever request it answers; it is then reported for p, which is no
-// worse: nobody serves direct gets on the stream for any request.
+// worse: nobody serves direct gets on the stream for any request. Once
+// the connection reconnected since p was sent, a wait of reconnectCheck
+// with no reply ends it (ErrReconnected).
 func (d *Getter) nextReply(p *Pending) (*nats.Msg, error) {
 	if kept := d.early[p.reply]; len(kept) > 0 {
 		d.early[p.reply] = kept[1:]
 		return kept[0], nil
 	}
+	deadline := time.Now().Add(d.timeout)
 	for {
-		msg, err := d.sub.NextMsg(d.timeout)
-		if err != nil || msg.Subject == p.reply {
+		wait := min(time.Until(deadline), reconnectCheck)
+		msg, err := d.sub.NextMsg(wait)
+		switch {
+		case errors.Is(err, nats.ErrTimeout) && d.nc.Stats().Reconnects != p.reconnects:
+			return nil, ErrReconnected
+		case errors.Is(err, nats.ErrTimeout) && time.Now().Before(deadline):
+			continue
+		case err != nil || msg.Subject == p.reply:
 			return msg, err
 		}
 		d.early[msg.Subject] = append(d.early[msg.Subject], msg)
