@@ -1,6 +1,7 @@
 package kvwatch
 
 import (
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,18 +24,27 @@ import (
 //
 // A batch held when the tail ends (SetScopes, a consumer reset) is not
 // applied: the next consumer starts after the watcher's revision, before
-// it, and delivers it again.
+// it, and delivers it again. The typed client marks each message with
+// marks of its own too (ownBatchIDHeader), which mirrors keep: a watcher
+// of an edge's mirror applies its batches at once as well.
 //
 // What is not atomic: a state read (the initial read, SetScopes adding
 // scopes) delivers each key's newest entry, and the catch-up right after
 // it may apply a batch the read overlapped in parts; a batch whose rest
-// the tail waited batchWait for in vain; a mirror drops the
-// batch headers (nats-server does not batch when mirroring), so a watcher
-// of an edge's mirror applies a batch entry by entry.
+// the tail waited batchWait for in vain; a batch written otherwise than by
+// the typed client, watched on a mirror (which drops the server's marks),
+// is applied entry by entry.
 
 const (
 	batchIDHeader     = "Nats-Batch-Id"
 	batchCommitHeader = "Nats-Batch-Commit"
+	// The typed client's own marks of a batch's messages, which mirrors
+	// keep (they drop Nats-Batch-*: nats-server, "remove batch headers on
+	// source/mirror"): its id, and each message's position and the count
+	// ("3/5"), so that a watcher of an edge's mirror applies a batch at
+	// once too.
+	ownBatchIDHeader  = "Kvwatch-Batch-Id"
+	ownBatchPosHeader = "Kvwatch-Batch-Pos"
 	// batchWait bounds the wait for the rest of a batch once nothing is
 	// pending: long enough for a server storing it, short next to the
 	// latency of a change reaching a fleet's nodes.
@@ -54,8 +64,9 @@ func (b *pendingBatch) held() bool { return len(b.entries) > 0 }
 // whether it held e (more of the batch may follow).
 func (b *pendingBatch) take(w *Watcher, plan *catchUp, e rawEntry, hdr nats.Header) bool {
 	var id string
+	var last bool // e is the batch's last message
 	if len(hdr) > 0 && !e.state {
-		id = hdr.Get(batchIDHeader)
+		id, last = batchMark(hdr)
 	}
 	if b.id != "" && id != b.id {
 		b.flush(w, plan)
@@ -67,11 +78,26 @@ func (b *pendingBatch) take(w *Watcher, plan *catchUp, e rawEntry, hdr nats.Head
 	}
 	b.id = id
 	b.entries = append(b.entries, e)
-	if hdr.Get(batchCommitHeader) == "" {
+	if !last {
 		return true
 	}
 	b.flush(w, plan)
 	return false
+}
+
+// batchMark returns the batch a message belongs to, if any, and whether it
+// is the batch's last: the server's marks, or the typed client's own
+// where a mirror dropped the server's.
+func batchMark(hdr nats.Header) (id string, last bool) {
+	if id := hdr.Get(batchIDHeader); id != "" {
+		return id, hdr.Get(batchCommitHeader) != ""
+	}
+	id = hdr.Get(ownBatchIDHeader)
+	if id == "" {
+		return "", false
+	}
+	pos, count, ok := strings.Cut(hdr.Get(ownBatchPosHeader), "/")
+	return id, ok && pos == count
 }
 
 // flush applies the entries held, if any.

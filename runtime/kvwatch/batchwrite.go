@@ -113,6 +113,9 @@ func (b *Batch) Commit(ctx context.Context) (uint64, error) {
 		m.Subject = prefix + m.Subject
 		m.Header.Set(batchIDHeader, id)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		// Kept by mirrors, which drop the server's (batch.go).
+		m.Header.Set(ownBatchIDHeader, id)
+		m.Header.Set(ownBatchPosHeader, strconv.Itoa(i+1)+"/"+strconv.Itoa(len(b.msgs)))
 		last := i == len(b.msgs)-1
 		if last {
 			m.Header.Set(batchCommitHeader, "1")

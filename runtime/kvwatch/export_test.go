@@ -73,3 +73,8 @@ const MaxQueued = maxQueued
 // UpTo is how WaitRevision decides, each time it checks, whether every
 // change up to rev within the watcher's scopes is in its caches.
 func (w *Watcher) UpTo(ctx context.Context, rev uint64) (bool, error) { return w.upTo(ctx, rev) }
+
+// WithApplyHook makes a watcher call f on its event goroutine after each
+// apply to its caches (an entry, or an atomic batch whole), outside the
+// state lock: what a cache reader can see between two applies.
+func WithApplyHook(f func()) Option { return func(c *config) { c.onApplied = f } }

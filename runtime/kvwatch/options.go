@@ -24,6 +24,9 @@ type config struct {
 	// onSyncPoint, for tests, receives a checkpoint at every sync point
 	// (export_test.go).
 	onSyncPoint func(Checkpoint) func()
+	// onApplied, for tests, runs on the event goroutine after each apply
+	// to the caches, outside the state lock (export_test.go).
+	onApplied func()
 }
 
 func defaultConfig() config {

@@ -44,7 +44,7 @@ func (l *life) rewindParts() []*life {
 	// The second part resumes from a state of the history before the
 	// store went back (resumedEpoch -1: never the part's own), whose
 	// revisions say nothing of the new one's, as for a bucket made again.
-	after := &life{epoch: l.epoch, resumedEpoch: -1, resumePath: "relist", startFilters: l.startFilters,
+	after := &life{epoch: l.events[k].epoch, resumedEpoch: -1, resumePath: "relist", startFilters: l.startFilters,
 		events: l.events[k+1:], syncs: l.syncs[syncsBefore:], consumers: l.consumers, reported: l.reported,
 		routes: l.routes, configs: l.configs, ended: l.ended, stopAt: -1, syncedAt: -1, final: l.final, quiet: l.quiet}
 	if l.stopAt > k {

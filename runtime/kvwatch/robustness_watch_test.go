@@ -245,7 +245,10 @@ func (rw *robustWatcher) start(scopes kvwatch.Scopes, resume bool) error {
 			var wentBack *kvwatch.StreamWentBackError
 			if errors.As(err, &wentBack) {
 				l.mu.Lock()
-				l.events = append(l.events, revent{rewound: true, rev: wentBack.Revision})
+				// With the epoch now: the store went back before the watcher
+				// could see it (storeGoesBack begins the epoch while the
+				// server is down).
+				l.events = append(l.events, revent{rewound: true, rev: wentBack.Revision, epoch: rw.run.hist.currentEpoch()})
 				l.mu.Unlock()
 				rw.wentBack.Add(1)
 				return

@@ -427,6 +427,9 @@ func (w *Watcher) deliver(e rawEntry) {
 		p.after(w)
 	}
 	w.state.mu.Unlock()
+	if w.cfg.onApplied != nil {
+		w.cfg.onApplied()
+	}
 }
 
 // deliverBatch applies entries, the changes of one atomic batch as the
@@ -444,6 +447,9 @@ func (w *Watcher) deliverBatch(entries []rawEntry) {
 		}
 	}
 	w.state.mu.Unlock()
+	if w.cfg.onApplied != nil {
+		w.cfg.onApplied()
+	}
 }
 
 // prepare routes one raw entry to the binding whose template it matches
