@@ -140,11 +140,11 @@ func (w *Watcher) noteApplied(e *rawEntry) {
 // longer holds what the caches (revision rev, anchors as) come from;
 // nil when it does, or when no anchor is still held to tell. Anchors
 // without a value (a checkpoint's) are compared by key and time. With
-// seenAll (a live watcher: every entry in scope after seenFrom and up to
-// rev it has seen is an anchor), an entry in scope between the newest
-// anchor and rev, which the watcher would have seen, tells too: the stream
-// went back to before the newest anchor and new writes filled the
-// revisions after it.
+// seenAll (a live watcher, no catch-up running: every entry in scope after
+// seenFrom and up to rev it has seen is an anchor), an entry in scope
+// between the newest anchor and rev, which the watcher would have seen,
+// tells too: the stream went back to before the newest anchor and new
+// writes filled the revisions after it.
 func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev uint64, as []anchor, seenAll bool) (*StreamWentBackError, error) {
 	last := info.State.LastSeq
 	wb := &StreamWentBackError{Bucket: w.bucket, Revision: rev, LastSeq: last}
@@ -305,7 +305,11 @@ func (w *Watcher) checkNotBack(ctx context.Context, info *jetstream.StreamInfo) 
 	w.state.mu.RLock()
 	rev, as := w.state.revision, w.anchors.newestFirst()
 	w.state.mu.RUnlock()
-	wb, err := w.wentBack(ctx, info, rev, as, true)
+	// Check 3 holds once the watcher is live: while a catch-up brings
+	// scopes in (a read, the consumer's own delivery), their entries up to
+	// the revision are still on their way.
+	live := w.plan != nil && !w.plan.pending
+	wb, err := w.wentBack(ctx, info, rev, as, live)
 	switch {
 	case err != nil:
 		return fmt.Errorf("kvwatch: bucket %s: checking the stream: %w", w.bucket, err)

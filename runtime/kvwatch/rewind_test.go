@@ -146,6 +146,32 @@ func (r *rewound) newWrites(t *testing.T, n int) uint64 {
 	return rev
 }
 
+// watched is a watcher of vpc a through the held dialer: its reports, its
+// routes binding and the log of its route events ("op key unknown=...").
+type watched struct {
+	w      *kvwatch.Watcher
+	rec    *recorder
+	routes *kvwatch.Binding[routeKey, route]
+	events func() []string
+}
+
+// watch starts a watcher of vpc a through the held dialer and waits until
+// it is synced.
+func (r *rewound) watch(t *testing.T, opts ...kvwatch.Option) watched {
+	t.Helper()
+	v := watched{rec: newRecorder()}
+	v.routes, v.events = routeOpLog()
+	var err error
+	v.w, err = kvwatch.Start(context.Background(), r.watcherConn(t), &network, vpcs("a"),
+		[]kvwatch.AnyBinding{v.routes, kvwatch.Bind(&vpcKind, nil)}, append(v.rec.options(), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.w.Stop)
+	waitSynced(t, v.w)
+	return v
+}
+
 // wentBackReported waits for OnError to have a *StreamWentBackError.
 func wentBackReported(t *testing.T, rec *recorder) *kvwatch.StreamWentBackError {
 	t.Helper()
@@ -179,15 +205,8 @@ func TestLiveWatcherNoticesTheStreamWentBack(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRewound(t)
-			rec := newRecorder()
-			routes, events := routeOpLog()
-			w, err := kvwatch.Start(context.Background(), r.watcherConn(t), &network, vpcs("a"),
-				[]kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)}, rec.options()...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.Stop)
-			waitSynced(t, w)
+			v := r.watch(t)
+			w, rec, routes, events := v.w, v.rec, v.routes, v.events
 			// A restart that loses nothing is no loss.
 			r.node.Restart(t)
 			r.kv = r.bucket(t)
@@ -266,15 +285,8 @@ func TestResumedWatcherNoticesTheStreamWentBack(t *testing.T) {
 				r.kv = r.bucket(t) // a handle that knows
 			}
 
-			rec := newRecorder()
-			routes, events := routeOpLog()
-			w, err := kvwatch.Start(context.Background(), r.watcherConn(t), &network, vpcs("a"),
-				[]kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)}, append(rec.options(), kvwatch.Resume(cp))...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.Stop)
-			waitSynced(t, w)
+			v := r.watch(t, kvwatch.Resume(cp))
+			w, rec, routes, events := v.w, v.rec, v.routes, v.events
 			wb := wentBackReported(t, rec)
 			if !wb.Resumed || wb.Revision != cp.Revision {
 				t.Errorf("reported %+v, want Resumed at the checkpoint's revision %d", wb, cp.Revision)
@@ -300,15 +312,8 @@ func TestResumedWatcherNoticesTheStreamWentBack(t *testing.T) {
 // write would never reach it.
 func TestLiveWatcherNoticesALossPastItsNewestEntry(t *testing.T) {
 	r := newRewound(t)
-	rec := newRecorder()
-	routes, _ := routeOpLog()
-	w, err := kvwatch.Start(context.Background(), r.watcherConn(t), &network, vpcs("a"),
-		[]kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)}, rec.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	waitSynced(t, w)
+	v := r.watch(t)
+	w, rec, routes := v.w, v.rec, v.routes
 	var outside uint64
 	for i := range 5 {
 		outside = put(t, r.kv, fmt.Sprintf("vpc.b.route.x%d", i), route{CIDR: "lost"})
@@ -342,14 +347,7 @@ func TestLiveWatcherNoticesALossPastItsNewestEntry(t *testing.T) {
 // be gone, and the next one there another write.
 func TestWaitRevisionAcrossAStreamGoneBack(t *testing.T) {
 	r := newRewound(t)
-	rec := newRecorder()
-	w, err := kvwatch.Start(context.Background(), r.watcherConn(t), &network, vpcs("a"),
-		[]kvwatch.AnyBinding{kvwatch.Bind(&routeKind, nil), kvwatch.Bind(&vpcKind, nil)}, rec.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	waitSynced(t, w)
+	w := r.watch(t).w
 	lost := r.loseWrites(t)
 	waitRevision(t, w, lost)
 	waited := make(chan error, 1)

@@ -253,11 +253,10 @@ func (w *Watcher) findStream(ctx context.Context) (jetstream.Stream, error) {
 			return stream, nil
 		}
 		err = noJetStream(w.js, err)
-		var nojs *noJetStreamError
 		switch {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("kvwatch: bucket %s: the server did not answer before the context ended (%w): %w", w.bucket, ctx.Err(), err)
-		case terminal(err), errors.As(err, &nojs):
+		case terminal(err), errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return nil, w.streamErr(err)
 		}
 		if perr := w.permissionError(); perr != nil {
