@@ -8,8 +8,8 @@ import (
 // This file is what being synced means to callers: the moment a catch-up
 // plan (catchup.go) finishes, OnSynced, and the calls that wait for it.
 
-// markSynced records that the watcher is synced, once, and queues
-// OnSynced.
+// markSynced records that the watcher is synced, once, queues OnSynced,
+// and holds the caches there until it has run (holdSyncPoint).
 func (w *Watcher) markSynced() {
 	w.syncOnce.Do(func() {
 		rev := w.revision()
@@ -17,9 +17,34 @@ func (w *Watcher) markSynced() {
 		close(w.synced)
 		w.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.bucket), slog.Uint64("revision", rev))
 		w.syncPoint()
-		w.syncRegistrations() // OnSynced, the watcher's own and the registrations'
-
+		w.holdSyncPoint(w.syncRegistrations())
 	})
+}
+
+// holdSyncPoint keeps the caches at the sync point until every listener
+// has run its OnSynced (after every initial event): OnSynced sees them
+// exact, the bucket's state at Stats().LastRevision (README, Watch
+// guarantees 4), as it would if it ran on the event goroutine. It gives way
+// when a caller needs the watcher to move on (SetScopes, WaitRevision past
+// its revision: OnSynced itself may be that caller), when a listener is
+// removed, and when the watch ends.
+func (w *Watcher) holdSyncPoint(regs []*Registration, reached []chan struct{}) {
+	for i, ch := range reached {
+		for wait := true; wait; {
+			if w.movers.Load() > 0 {
+				return
+			}
+			select {
+			case <-ch:
+				wait = false
+			case <-regs[i].gone:
+				wait = false
+			case <-w.waiterCame:
+			case <-w.ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // syncPoint tells a test hook (WithSyncPointHook in export_test.go) the

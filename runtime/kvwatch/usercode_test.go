@@ -181,3 +181,47 @@ type oddKey string
 var oddKind = kvwatchimpl.Kind[oddKey, string]{Name: "Odd", Key: kvwatchimpl.MustTemplate("{raw}"),
 	ParseKey: func(s string) (oddKey, error) { return oddKey(s), nil }, FormatKey: func(k oddKey) string { return string(k) },
 	Codec: kvwatchimpl.JSON[string]{}}
+
+// While OnSynced runs, the caches stay at the sync point (README, Watch
+// guarantees 4: exact at OnSynced): a write that a second watcher has
+// applied meanwhile is not in them, and comes once OnSynced returns.
+// Without the hold, handlers on their own goroutines would see the caches
+// move on under OnSynced.
+func TestCachesHoldAtTheSyncPointWhileOnSyncedRuns(t *testing.T) {
+	js, kv := setup(t)
+	put(t, kv, "vpc.a.route.r1", route{CIDR: "a"})
+	release := make(chan struct{})
+	inOnSynced := make(chan struct{})
+	routes := kvwatch.Bind(&routeKind, nil)
+	w, err := kvwatch.Start(context.Background(), js, &network, vpcs("a"), []kvwatch.AnyBinding{routes, kvwatch.Bind(&vpcKind, nil)},
+		kvwatch.OnSynced(func() { close(inOnSynced); <-release }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	<-inOnSynced
+	synced := w.Stats().LastRevision
+	later := put(t, kv, "vpc.a.route.later", route{CIDR: "later"})
+	clock, _, _ := startCached(t, js, vpcs("a"), newRecorder()) // has the write once synced
+	if n := clock.Stats().Kinds["Route"].Cached; n != 2 {
+		t.Fatalf("the second watcher caches %d routes, want 2", n)
+	}
+	// The first watcher's consumer has had the write as long; give it a
+	// moment more to (wrongly) apply it.
+	moved := false
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline) && !moved; time.Sleep(10 * time.Millisecond) {
+		moved = w.Stats().LastRevision != synced || routes.Cache().Len() != 1
+	}
+	if moved {
+		t.Errorf("the caches moved on from the sync point (%d) while OnSynced ran: revision %d, %d routes", synced, w.Stats().LastRevision, routes.Cache().Len())
+	}
+	close(release)
+	waitRevision(t, w, later)
+}
