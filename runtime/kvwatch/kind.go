@@ -2,6 +2,7 @@ package kvwatch
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
@@ -25,6 +26,8 @@ type Binding[K comparable, V any] struct {
 	// commits one entry at a time, so one suffices (and spares an
 	// allocation per event).
 	scratch preparedEntry[K, V]
+	// calls pools the queue entries of its events (*eventCall, shared.go).
+	calls sync.Pool
 	// regs are the handlers of the kind, the watcher's own first, then
 	// those AddHandlers and Events added; guarded by the state lock and
 	// copied on write (shared.go).
