@@ -24,7 +24,7 @@ import (
 // (events flagged Initial), then the changes applied after that, then its
 // OnSynced once the watcher is synced (right after the replay when it is
 // already), then live changes. A registration that falls behind by more
-// than a pull's worth of changes holds the watcher back (backpressure:
+// than 256 changes holds the watcher back (backpressure:
 // nothing is lost); it never holds up other registrations' handlers
 // otherwise. Each handler owns the values of its events (a deep copy of
 // its own). Its methods are safe for concurrent use, from its own handlers

@@ -37,8 +37,8 @@ func (SyncedEvent) anyEvent() {}
 // synced, then each change, in the watcher's order, each with values the
 // loop owns. Each range over the result is a registration of its own
 // (shared.go), run by the loop itself: the watcher queues what the loop
-// has not taken yet, and stops reading from the server while more than a
-// pull's worth waits (backpressure: nothing is lost). The body may call any
+// has not taken yet, and stops reading from the server while more than
+// 256 wait (backpressure: nothing is lost). The body may call any
 // method of the watcher, Stop included: none waits for the loop. The loop
 // ends when it breaks, when ctx ends, when Stop is called (at once), or
 // when the watch ends on its own (after what was queued); its
