@@ -139,8 +139,16 @@ func (rw *robustWatcher) calls(where callee, l *life, w *kvwatch.Watcher) {
 	}
 	switch p.kind {
 	case callSetScopes:
-		if err := w.SetScopes(ctx, p.scopes); err != nil && !ended(err) {
+		err := w.SetScopes(ctx, p.scopes)
+		if err != nil && !ended(err) {
 			rw.run.violation("watcher %d: SetScopes from %s: %v", rw.id, where, err)
+		}
+		if err != nil && rw.run.callsCtx.Err() != nil {
+			// Cut short by the end of the run: the change still applies,
+			// maybe after the watcher was found quiet (checkReg).
+			l.mu.Lock()
+			l.lateChange = true
+			l.mu.Unlock()
 		}
 	case callWaitSynced:
 		err := w.WaitSynced(ctx)

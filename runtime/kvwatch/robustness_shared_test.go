@@ -742,7 +742,7 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 	if selfRemovedAt >= 0 && len(events) != selfRemovedAt {
 		fail("%d events after it removed itself from its handler", len(events)-selfRemovedAt)
 	}
-	if complete && g.plan.how != regLoop && removedAt < 0 && (l.stopAt < 0 || l.quiet) {
+	if complete && g.plan.how != regLoop && removedAt < 0 && (l.stopAt < 0 || (l.quiet && !l.lateChange)) {
 		// What it must have had: all, up to its own removal, unless Stop
 		// or the driver's removal cut it short (it runs behind the
 		// watcher's own handlers by what it has queued); Stop after the

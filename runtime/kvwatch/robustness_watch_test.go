@@ -101,6 +101,9 @@ type life struct {
 	// the store going back split: robustness_rewind_test.go).
 	noRegs   bool
 	logShift int
+	// lateChange is set when a SetScopes from user code was cut short by
+	// the end of the run: its change may come after quiesce.
+	lateChange bool
 }
 
 // lineLog is a slog handler keeping the last 400 lines logged.
