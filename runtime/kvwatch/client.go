@@ -110,7 +110,7 @@ func GetRevision[K comparable, V any](ctx context.Context, kv jetstream.KeyValue
 func decodeItem[K comparable, V any](kind *kvwatchimpl.Kind[K, V], k string, e jetstream.KeyValueEntry) (Item[V], error) {
 	v, err := kind.Codec.Decode(e.Value())
 	if err != nil {
-		return Item[V]{}, &DataError{Kind: kind.Name, Key: k, Revision: e.Revision(), Err: err}
+		return Item[V]{}, &DataError{Kind: kind.Name, Key: k, Revision: e.Revision(), Err: err, Value: e.Value()}
 	}
 	return Item[V]{Value: v, Revision: e.Revision(), Created: e.Created()}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,5 +375,27 @@ func TestWaitRevisionWaitsForAReplacedWrite(t *testing.T) {
 	put(t, kv, "vpc.a.route.k", route{CIDR: "newer"}) // history 1: mine is gone
 	if up, err := w.UpTo(ctx, mine); err != nil || up {
 		t.Errorf("UpTo(%d) with the tail at %d and a newer write of the key pending = %v, %v; want false", mine, w.Stats().LastRevision, up, err)
+	}
+}
+
+// A value that does not decode is reported with a glimpse of it: "json:
+// invalid character 'o' in literal null" alone does not say what was
+// stored. Long values are cut, with how long they are.
+func TestDataErrorShowsTheValue(t *testing.T) {
+	js, kv := setup(t)
+	kv.PutString(context.Background(), "vpc.a.route.bad", "not json")
+	kv.PutString(context.Background(), "vpc.a.route.long", strings.Repeat("x", 200))
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r)
+	waitSynced(t, w)
+	_, errs := r.snapshot()
+	var texts []string
+	for _, err := range errs {
+		texts = append(texts, err.Error())
+	}
+	sort.Strings(texts)
+	if len(texts) != 2 || !strings.Contains(texts[0], `value "not json"`) ||
+		!strings.Contains(texts[1], `value "`+strings.Repeat("x", 64)+`"… (200 bytes)`) {
+		t.Errorf("errors %q; want each with a glimpse of its value", texts)
 	}
 }

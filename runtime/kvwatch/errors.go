@@ -186,10 +186,29 @@ type DataError struct {
 	Key      string // the raw key
 	Revision uint64 // the entry's revision
 	Err      error  // the decoder's or parser's error
+	// Value is the stored value that did not decode (nil for a key that
+	// did not parse); the error's text shows its first bytes.
+	Value []byte
 }
 
 func (e *DataError) Error() string {
-	return fmt.Sprintf("kvwatch: %s %q at revision %d: %v", e.Kind, e.Key, e.Revision, e.Err)
+	text := fmt.Sprintf("kvwatch: %s %q at revision %d: %v", e.Kind, e.Key, e.Revision, e.Err)
+	if e.Value != nil {
+		text += ": value " + glimpse(e.Value)
+	}
+	return text
+}
+
+// glimpseBytes is how much of a value an error shows.
+const glimpseBytes = 64
+
+// glimpse quotes the first glimpseBytes of v, saying how long it is when
+// it is longer.
+func glimpse(v []byte) string {
+	if len(v) <= glimpseBytes {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", v[:glimpseBytes], len(v))
 }
 
 // Unwrap returns the decoder's or parser's error.

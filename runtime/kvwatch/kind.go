@@ -237,7 +237,11 @@ func (p *preparedEntry[K, V]) after(w *Watcher) {
 	b, e := p.b, &p.e
 	if p.err != nil {
 		b.stats.dataErrors.Add(1)
-		w.reportSkipped(&DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: p.err})
+		de := &DataError{Kind: b.kind.Name, Key: e.key, Revision: e.revision, Err: p.err}
+		if !p.keyBad {
+			de.Value = e.value
+		}
+		w.reportSkipped(de)
 		return
 	}
 	b.stats.count(e.op)

@@ -195,7 +195,7 @@ func List[K comparable, V any](ctx context.Context, js jetstream.JetStream, kv j
 		}
 		v, err := kind.Codec.Decode(msg.Data)
 		if err != nil {
-			bad = append(bad, &DataError{Kind: kind.Name, Key: key, Revision: directget.HeaderUint(msg, "Nats-Sequence"), Err: err})
+			bad = append(bad, &DataError{Kind: kind.Name, Key: key, Revision: directget.HeaderUint(msg, "Nats-Sequence"), Err: err, Value: msg.Data})
 			return
 		}
 		created, _ := time.Parse(time.RFC3339Nano, msg.Header.Get("Nats-Time-Stamp"))
@@ -288,7 +288,7 @@ func History[K comparable, V any](ctx context.Context, js jetstream.JetStream, k
 			if h.Op == OpPut {
 				v, err := kind.Codec.Decode(msg.Data)
 				if err != nil {
-					bad = append(bad, &DataError{Kind: kind.Name, Key: k, Revision: h.Revision, Err: err})
+					bad = append(bad, &DataError{Kind: kind.Name, Key: k, Revision: h.Revision, Err: err, Value: msg.Data})
 					return
 				}
 				h.Value = v
