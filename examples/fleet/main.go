@@ -61,6 +61,10 @@ func run(serverURL string, edges int, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Handlers print on their own goroutine: main prints through the
+	// printer too.
+	p := newPrinter(out)
+	out = p
 	var topo *topology
 	if !external {
 		var err error
@@ -104,13 +108,17 @@ func run(serverURL string, edges int, out io.Writer) error {
 		fmt.Fprintf(out, "watching %s with one watcher\n\n", strings.Join(watchedVPCs, ", "))
 	}
 
-	p := newPrinter(out)
 	w, err := fleetkv.WatchNetwork(ctx, nodeJS, fleetkv.NetworkScopes{VPC: watchedVPCs}, p.handlers())
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
+	// WaitSynced returns once the caches hold the initial state; the
+	// handlers print their events on their own goroutine, OnSynced last.
 	if err := w.WaitSynced(ctx); err != nil {
+		return err
+	}
+	if err := p.waitSynced(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "synced: %s, %s, %s in the cache\n\n", count(w.VPCConfigCache().Len(), "VPC config"),
@@ -140,12 +148,26 @@ func run(serverURL string, edges int, out io.Writer) error {
 	// The node now hosts amber instead of red: re-scope the running
 	// watcher. Only amber is read; red's entries leave the cache.
 	fmt.Fprintf(out, "\nre-scoping to blue, green, amber (same watcher, same single consumer)\n")
+	mark, leaving := p.printed(), cached(w, "red")
 	if err := w.SetScopes(ctx, fleetkv.NetworkScopes{VPC: []string{"blue", "green", "amber"}}); err != nil {
+		return err
+	}
+	// SetScopes returns with the caches exact; its events, one per key
+	// that left or came, are printed on the handlers' goroutine.
+	if err := p.waitEvents(ctx, mark, leaving+cached(w, "amber")); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "cache: %s, %s, %s\n\n", count(w.VPCConfigCache().Len(), "VPC config"),
 		count(w.RouteCache().Len(), "route"), count(w.FirewallRuleCache().Len(), "firewall rule"))
 	return printConsumers(ctx, out, js, fleet)
+}
+
+// cached is how many keys of vpc w's caches hold.
+func cached(w *fleetkv.NetworkWatcher, vpc string) int {
+	configs := w.VPCConfigCache().ListFunc(func(k fleetkv.VPCConfigKey) bool { return k.VPC == vpc })
+	routes := w.RouteCache().ListFunc(func(k fleetkv.RouteKey) bool { return k.VPC == vpc })
+	rules := w.FirewallRuleCache().ListFunc(func(k fleetkv.FirewallRuleKey) bool { return k.VPC == vpc })
+	return len(configs) + len(routes) + len(rules)
 }
 
 // createBucket creates the example's bucket, "network", with the

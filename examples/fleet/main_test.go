@@ -96,6 +96,11 @@ func checkOutput(t *testing.T, text, lastLine, cacheLine string) {
 			t.Errorf("output lacks %q\n%s", want, text)
 		}
 	}
+	// Each line in its place: the initial events before "synced:", the
+	// events of re-scoping before "cache:". The handlers print on their
+	// own goroutine; main waits for them before its summaries.
+	checkOrder(t, text, "synced:", "re-scoping", "initial")
+	checkOrder(t, text, "cache:", "", "left the watched scopes", "route     amber/r9")
 	// Before re-scoping, nothing of amber or violet; after it, amber
 	// arrives and red leaves; violet never appears.
 	before, after, ok := strings.Cut(text, "re-scoping to blue, green, amber")
@@ -123,6 +128,27 @@ func checkOutput(t *testing.T, text, lastLine, cacheLine string) {
 	}
 	if strings.Contains(after, "violet") {
 		t.Errorf("violet printed:\n%s", after)
+	}
+}
+
+// checkOrder fails t when a line containing one of events comes after
+// the line starting with summary, and before the next line starting with
+// until ("": to the end).
+func checkOrder(t *testing.T, text, summary, until string, events ...string) {
+	t.Helper()
+	_, after, ok := strings.Cut(text, "\n"+summary)
+	if !ok {
+		t.Fatalf("no %q line in the output:\n%s", summary, text)
+	}
+	for _, l := range strings.Split(after, "\n")[1:] {
+		if until != "" && strings.HasPrefix(l, until) {
+			return
+		}
+		for _, ev := range events {
+			if strings.Contains(l, ev) {
+				t.Errorf("%q printed after the %q line\n%s", l, summary, text)
+			}
+		}
 	}
 }
 

@@ -12,16 +12,27 @@ import (
 )
 
 // printer prints typed events as a person would want to read them, and
-// lets main wait until a key has been seen.
+// lets main wait until they have been printed. The handlers run on their
+// own goroutine, beside main's: every line goes through the printer, so
+// lines never mix and main prints after the events it waited for.
 type printer struct {
-	out      io.Writer
 	mu       sync.Mutex
+	out      io.Writer
 	revision uint64        // highest revision printed
+	events   int           // events printed
+	synced   bool          // OnSynced ran: the initial events are printed
 	changed  chan struct{} // signalled after every event
 }
 
 func newPrinter(out io.Writer) *printer {
 	return &printer{out: out, changed: make(chan struct{}, 1)}
+}
+
+// Write lets main print through the printer, between events.
+func (p *printer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
 }
 
 // handlers returns the watcher's handlers: one typed function per kind.
@@ -49,8 +60,9 @@ func (p *printer) handlers() fleetkv.NetworkHandlers {
 				p.print(de.Revision, "skipped", de.Key, fmt.Sprintf("revision %d: %v", de.Revision, de.Err))
 				return
 			}
-			fmt.Fprintf(p.out, "error: %v\n", err)
+			fmt.Fprintf(p, "error: %v\n", err)
 		},
+		OnSynced: func() { p.update(func() { p.synced = true }) },
 	}
 }
 
@@ -75,9 +87,17 @@ func describe[K comparable, V any](ev kvwatch.Event[K, V], show func(V) string) 
 }
 
 func (p *printer) print(revision uint64, kind, name, text string) {
-	fmt.Fprintf(p.out, "%-9s %-13s %s\n", kind, name, text)
+	p.update(func() {
+		fmt.Fprintf(p.out, "%-9s %-13s %s\n", kind, name, text)
+		p.revision = max(p.revision, revision)
+		p.events++
+	})
+}
+
+// update changes the printer under its lock and wakes a waiter.
+func (p *printer) update(f func()) {
 	p.mu.Lock()
-	p.revision = max(p.revision, revision)
+	f()
 	p.mu.Unlock()
 	select {
 	case p.changed <- struct{}{}:
@@ -88,17 +108,41 @@ func (p *printer) print(revision uint64, kind, name, text string) {
 // waitFor blocks until an event at revision or later has been printed, or
 // ctx ends.
 func (p *printer) waitFor(ctx context.Context, revision uint64) error {
+	return p.wait(ctx, fmt.Sprintf("revision %d", revision), func() bool { return p.revision >= revision })
+}
+
+// waitSynced blocks until the initial events have been printed (OnSynced
+// ran), or ctx ends.
+func (p *printer) waitSynced(ctx context.Context) error {
+	return p.wait(ctx, "the initial events", func() bool { return p.synced })
+}
+
+// waitEvents blocks until n events have been printed since mark (a count
+// of printed events from printed), or ctx ends.
+func (p *printer) waitEvents(ctx context.Context, mark, n int) error {
+	return p.wait(ctx, fmt.Sprintf("%d events", n), func() bool { return p.events >= mark+n })
+}
+
+// printed is how many events have been printed so far.
+func (p *printer) printed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.events
+}
+
+// wait blocks until done holds, under the printer's lock, or ctx ends.
+func (p *printer) wait(ctx context.Context, what string, done func() bool) error {
 	for {
 		p.mu.Lock()
-		done := p.revision >= revision
+		ok := done()
 		p.mu.Unlock()
-		if done {
+		if ok {
 			return nil
 		}
 		select {
 		case <-p.changed:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for revision %d: %w", revision, ctx.Err())
+			return fmt.Errorf("waiting for %s to be printed: %w", what, ctx.Err())
 		}
 	}
 }

@@ -300,14 +300,14 @@ func TestLeavingAScopeEmptiesEveryCacheAtOnce(t *testing.T) {
 		b.PutRoute(ctx, fleetkv.RouteKey{VPC: vpc, RouteID: "r1"}, fleetkv.Route{})
 	}
 	var w *fleetkv.NetworkWatcher
-	var routesLeft = -1
+	routesLeft := make(chan int, 1)
 	ready := make(chan struct{})
 	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a", "b"}}, fleetkv.NetworkHandlers{
 		OnVPCConfig: func(ev fleetkv.VPCConfigEvent) {
 			if ev.LeftScope {
 				<-ready
 				inB, _ := w.RouteCache().In(fleetkv.NetworkScopes{VPC: []string{"b"}})
-				routesLeft = len(inB)
+				routesLeft <- len(inB)
 			}
 		},
 	})
@@ -322,7 +322,13 @@ func TestLeavingAScopeEmptiesEveryCacheAtOnce(t *testing.T) {
 	if err := w.SetScopes(ctx, fleetkv.NetworkScopes{VPC: []string{"a"}}); err != nil {
 		t.Fatal(err)
 	}
-	if routesLeft != 0 {
-		t.Errorf("when vpc b's config left the scopes, %d of its routes were still cached", routesLeft)
+	// The handler runs on its own goroutine, after SetScopes returns.
+	select {
+	case n := <-routesLeft:
+		if n != 0 {
+			t.Errorf("when vpc b's config left the scopes, %d of its routes were still cached", n)
+		}
+	case <-ctx.Done():
+		t.Fatal("vpc b's config never left the scopes")
 	}
 }
