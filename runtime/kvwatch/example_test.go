@@ -40,9 +40,20 @@ func exampleBucket(ctx context.Context, name string) (jetstream.JetStream, *flee
 	return js, b, func() { nc.Close(); stop() }
 }
 
-// printRoutes prints route events.
-func printRoutes(ev fleetkv.RouteEvent) {
-	fmt.Printf("%s %s initial=%v left=%v\n", ev.Op, ev.Key, ev.Initial, ev.LeftScope)
+// routeLines returns a route handler that describes each event on lines.
+// Handlers run on a goroutine of their own: the example reads their lines
+// where it prints, in order with the rest.
+func routeLines(lines chan<- string) func(fleetkv.RouteEvent) {
+	return func(ev fleetkv.RouteEvent) {
+		lines <- fmt.Sprintf("%s %s initial=%v left=%v", ev.Op, ev.Key, ev.Initial, ev.LeftScope)
+	}
+}
+
+// printLines prints the next n lines.
+func printLines(lines <-chan string, n int) {
+	for range n {
+		fmt.Println(<-lines)
+	}
 }
 
 // A running watcher changes its scopes with the same consumer: keys of a
@@ -53,7 +64,8 @@ func ExampleWatcher_SetScopes() {
 	defer cancel()
 	js, _, stop := exampleBucket(ctx, "network")
 	defer stop()
-	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"blue"}}, fleetkv.NetworkHandlers{OnRoute: printRoutes})
+	lines := make(chan string, 8)
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"blue"}}, fleetkv.NetworkHandlers{OnRoute: routeLines(lines)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,6 +76,7 @@ func ExampleWatcher_SetScopes() {
 	if err := w.SetScopes(ctx, fleetkv.NetworkScopes{VPC: []string{"red"}}); err != nil {
 		log.Fatal(err)
 	}
+	printLines(lines, 3) // blue/r1's initial event, blue/r1 leaving, red/r1 arriving
 	fmt.Println(w.Filters())
 	// Output:
 	// put vpc.blue.route.r1 initial=true left=false
@@ -96,7 +109,8 @@ func ExampleWatcher_Checkpoint() {
 	if err := json.Unmarshal(saved, &restored); err != nil {
 		log.Fatal(err)
 	}
-	w, err = fleetkv.WatchNetwork(ctx, js, scopes, fleetkv.NetworkHandlers{OnRoute: printRoutes}, restored.Resume())
+	lines := make(chan string, 8)
+	w, err = fleetkv.WatchNetwork(ctx, js, scopes, fleetkv.NetworkHandlers{OnRoute: routeLines(lines)}, restored.Resume())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -104,6 +118,7 @@ func ExampleWatcher_Checkpoint() {
 	if err := w.WaitSynced(ctx); err != nil {
 		log.Fatal(err)
 	}
+	printLines(lines, 1) // only the route written since the checkpoint
 	fmt.Println(w.Stats().Resume, w.RouteCache().Len(), "routes cached")
 	// Output:
 	// put vpc.blue.route.r2 initial=true left=false
@@ -118,7 +133,8 @@ func ExampleWithBucket() {
 	defer cancel()
 	js, _, stop := exampleBucket(ctx, "network-staging")
 	defer stop()
-	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"red"}}, fleetkv.NetworkHandlers{OnRoute: printRoutes},
+	lines := make(chan string, 8)
+	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"red"}}, fleetkv.NetworkHandlers{OnRoute: routeLines(lines)},
 		kvwatch.WithBucket("network-staging"))
 	if err != nil {
 		log.Fatal(err)
@@ -127,6 +143,7 @@ func ExampleWithBucket() {
 	if err := w.WaitSynced(ctx); err != nil {
 		log.Fatal(err)
 	}
+	printLines(lines, 1)
 	fmt.Println(w.Bucket())
 	// Output:
 	// put vpc.red.route.r1 initial=true left=false

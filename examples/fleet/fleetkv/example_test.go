@@ -14,7 +14,8 @@ import (
 
 // A node watches the VPCs it hosts with one typed watcher: the initial
 // state arrives as Initial events, then live changes; the caches are
-// exact once it is synced.
+// exact once it is synced. Handlers run on a goroutine of their own: this
+// one hands its lines to the example's, which prints them.
 func ExampleWatchNetwork() {
 	url, stop, err := exampleserver.Start()
 	if err != nil {
@@ -37,9 +38,10 @@ func ExampleWatchNetwork() {
 	b.PutRoute(ctx, fleetkv.RouteKey{VPC: "blue", RouteID: "r1"}, fleetkv.Route{CIDR: "10.1.1.0/24", NextHop: "10.1.0.1"})
 	b.PutRoute(ctx, fleetkv.RouteKey{VPC: "red", RouteID: "r1"}, fleetkv.Route{CIDR: "10.3.1.0/24", NextHop: "10.3.0.1"})
 
+	lines := make(chan string, 8)
 	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"blue"}}, fleetkv.NetworkHandlers{
 		OnRoute: func(ev fleetkv.RouteEvent) {
-			fmt.Printf("%s %s %s initial=%v\n", ev.Op, ev.Key, ev.Value.CIDR, ev.Initial)
+			lines <- fmt.Sprintf("%s %s %s initial=%v", ev.Op, ev.Key, ev.Value.CIDR, ev.Initial)
 		},
 	})
 	if err != nil {
@@ -53,6 +55,8 @@ func ExampleWatchNetwork() {
 	if err := w.WaitRevision(ctx, rev); err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println(<-lines)
+	fmt.Println(<-lines)
 	fmt.Println(w.RouteCache().Len(), "routes cached")
 	// Output:
 	// put vpc.blue.route.r1 10.1.1.0/24 initial=true
