@@ -139,7 +139,7 @@ func WithBucket(name string) Option {
 // when it has not heard from its origin for longer (Stats.Mirror). A
 // watcher of a mirror checks it every half of that, at most every 5 s
 // (one stream info request to its server), and logs a warning when it
-// goes stale and when it recovers. Healthy, a mirror hears from its origin
+// goes stale and an INFO record when it recovers. Healthy, a mirror hears from its origin
 // every few milliseconds. A negative d turns the checks off.
 func WithMirrorStaleAfter(d time.Duration) Option {
 	return func(c *config) {

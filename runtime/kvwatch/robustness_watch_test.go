@@ -119,7 +119,7 @@ func (h *lineLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "kvwatch: skipped" {
 		return nil // bad data, on purpose: noise here
 	}
-	line := r.Time.Format("15:04:05.000") + " " + r.Message
+	line := r.Time.Format("15:04:05.000") + " " + r.Level.String() + " " + r.Message
 	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
 	h.note(line)
 	return nil
