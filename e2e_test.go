@@ -98,7 +98,7 @@ func TestGeneratedModule(t *testing.T) {
 	}{
 		// A runtime one version behind the generator, and one that dropped
 		// the generator's version.
-		{"runtime too old", "2", strconv.Itoa(gen.GenVersion - 1), "constant -1 overflows kvwatchimpl.RuntimeTooOld_UpgradeModule"},
+		{"runtime too old", "1", strconv.Itoa(gen.GenVersion - 1), "constant -1 overflows kvwatchimpl.RuntimeTooOld_UpgradeModule"},
 		{"runtime too new", strconv.Itoa(gen.GenVersion + 1), strconv.Itoa(gen.GenVersion + 1), "constant -1 overflows kvwatchimpl.GeneratedCodeTooOld_Regenerate"},
 	} {
 		useModule(fakeRuntime(t, root, c.min, c.max))
@@ -111,28 +111,6 @@ func TestGeneratedModule(t *testing.T) {
 			t.Errorf("%s: the build failed, but not with the guard naming the fix (%s):\n%s", c.name, c.want, out)
 		}
 	}
-
-	// Code of the previous versions still builds, for one release:
-	// testdata/vN is the fleet example's package as kvwatchgen of version N
-	// wrote it (2 used kvwatch for what is now kvwatchimpl's; 3 compiled
-	// key templates with kvwatch.MustTemplate and read checkpoints by
-	// position).
-	useModule(root)
-	for _, v := range []string{"v2", "v3"} {
-		for _, f := range []string{"kvwatch.go", "network.kvwatch.go"} {
-			b, err := os.ReadFile(filepath.Join("testdata", v, "fleetkv", f+".txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The header was left out of the fixture (testdata/README.md).
-			writeFile(t, filepath.Join(app, "fleetkv"+v, f), gen.Header+"\n"+string(b))
-		}
-	}
-	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
-		if out, err := goCmd(args...); err != nil {
-			t.Fatalf("generated code of versions 2 and 3: go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
 }
 
 // fakeRuntime copies this module's runtime package into a new module with
@@ -143,7 +121,7 @@ func fakeRuntime(t *testing.T, root, min, max string) string {
 	copyFile(t, filepath.Join(root, "go.mod"), filepath.Join(dir, "go.mod"))
 	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
 	// The runtime and the module's packages it imports.
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./runtime/kvwatch").Output()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./runtime/kvwatchimpl").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -153,8 +131,8 @@ func fakeRuntime(t *testing.T, root, min, max string) string {
 			pkgs = append(pkgs, rel)
 		}
 	}
-	if !slices.Contains(pkgs, "runtime/kvwatch") {
-		t.Fatalf("go list found no runtime/kvwatch: %q", out)
+	if !slices.Contains(pkgs, "runtime/kvwatchimpl") {
+		t.Fatalf("go list found no runtime/kvwatchimpl: %q", out)
 	}
 	for _, pkg := range pkgs {
 		src := filepath.Join(root, filepath.FromSlash(pkg))
@@ -174,10 +152,10 @@ func fakeRuntime(t *testing.T, root, min, max string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(b), "MinVersion = 2", "MinVersion = "+min, 1)
+	text := strings.Replace(string(b), "MinVersion = 5", "MinVersion = "+min, 1)
 	text = strings.Replace(text, "MaxVersion = GenVersion", "MaxVersion = "+max, 1)
 	if !strings.Contains(text, "MinVersion = "+min) || !strings.Contains(text, "MaxVersion = "+max) {
-		t.Fatal("kvwatchimpl/version.go no longer declares MinVersion = 2 / MaxVersion = GenVersion; update this test")
+		t.Fatal("kvwatchimpl/version.go no longer declares MinVersion = 5 / MaxVersion = GenVersion; update this test")
 	}
 	writeFile(t, version, text)
 	return dir

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
+
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // modifyWriters are the numbers of concurrent modifiers of the one key.
@@ -143,8 +144,8 @@ func modifyRun(ctx context.Context, srv *childServer, key benchkv.ItemKey, w, pe
 			}
 			<-startGate
 			for len(r.revisions) < perWriter {
-				rev, err := bucket.ModifyItem(ctx, key, fn, kvwatch.MaxAttempts(modifyAttempts))
-				if errors.Is(err, kvwatch.ErrConflicts) {
+				rev, err := bucket.ModifyItem(ctx, key, fn, kvclient.MaxAttempts(modifyAttempts))
+				if errors.Is(err, kvclient.ErrConflicts) {
 					r.gaveUp++
 					continue
 				}

@@ -51,7 +51,7 @@ func configSettings(c *schema.BucketConfig) []configSetting {
 		{"max_bytes", "MaxBytes", "unlimited", intCode(c.MaxBytes), intText(c.MaxBytes)},
 		{"storage", "Storage", "file", storage, string(c.Storage)},
 		{"replicas", "Replicas", "1", intCode(int64(c.Replicas)), intText(int64(c.Replicas))},
-		{"max_consumers", "MaxConsumers", "kvwatch.DefaultMaxConsumers", intCode(int64(c.MaxConsumers)), intText(int64(c.MaxConsumers))},
+		{"max_consumers", "MaxConsumers", "kvwatchimpl.DefaultMaxConsumers", intCode(int64(c.MaxConsumers)), intText(int64(c.MaxConsumers))},
 		{"limit_marker_ttl", "LimitMarkerTTL", "none", durationCode(c.LimitMarkerTTL), durationText(c.LimitMarkerTTL)},
 		{"atomic_batches", "AtomicBatches", "false", boolCode(c.AtomicBatches), strconv.FormatBool(c.AtomicBatches)},
 		{"description", "Description", "none", description, strconv.Quote(c.Description)},
@@ -117,8 +117,8 @@ func emitBucketConfig(f *jen.File, b *schema.Bucket) {
 	}
 	doc += "\n\nAn existing bucket is changed in place, and only where it differs; settings the schema does not " +
 		"govern (compression, placement, metadata) stay. A change that makes the server drop entries or revisions " +
-		"(lowering history, setting or lowering the ttl) is refused unless opts include kvwatch.AllowDataLoss(), " +
-		"and a change of storage always is: a refusal changes nothing, and its *kvwatch.BucketConfigError lists " +
+		"(lowering history, setting or lowering the ttl) is refused unless opts include kvclient.AllowDataLoss(), " +
+		"and a change of storage always is: a refusal changes nothing, and its *kvclient.BucketConfigError lists " +
 		"every setting that differs. It deletes neither the bucket nor an entry."
 	f.Comment(wrap(doc))
 	f.Func().Id(n.CreateOrUpdate).Params(

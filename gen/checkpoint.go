@@ -33,7 +33,7 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 		"It fails with kvwatch.ErrNotSynced before the watcher is synced. The entries are copies the " +
 		"caller owns."))
 	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("Checkpoint").Params().Params(jen.Id(n.Checkpoint), jen.Error()).BlockFunc(func(g *jen.Group) {
-		g.List(jen.Id("cp"), jen.Err()).Op(":=").Id("w").Dot("Watcher").Dot("Checkpoint").Call()
+		g.List(jen.Id("cp"), jen.Err()).Op(":=").Id("w").Dot("impl").Dot("Checkpoint").Call()
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id(n.Checkpoint).Values(), jen.Err()))
 		fields := []field{
 			{"Revision", jen.Id("cp").Dot("Revision")},
@@ -49,8 +49,8 @@ func emitCheckpoint(f *jen.File, b *schema.Bucket) {
 	f.Line()
 
 	f.Comment(wrap(fmt.Sprintf("Resume is the option that starts %s %s from cp: its caches are filled "+
-		"with cp's entries and only what changed after cp.Revision is delivered (see kvwatch.Resume "+
-		"for when it re-lists instead). The watcher takes ownership of cp's entries.", article(n.Watcher), n.Watcher)))
+		"with cp's entries and only what changed after cp.Revision is delivered (Stats().Resume says whether it "+
+		"re-listed instead; see package kvwatch, Resuming). The watcher takes ownership of cp's entries.", article(n.Watcher), n.Watcher)))
 	f.Func().Params(jen.Id("cp").Id(n.Checkpoint)).Id("Resume").Params().Add(rt("Option")).BlockFunc(func(g *jen.Group) {
 		g.Id("state").Op(":=").Add(rt("Checkpoint")).Add(keyed(
 			field{"Revision", jen.Id("cp").Dot("Revision")},

@@ -21,11 +21,11 @@ func emitClient(f *jen.File, b *schema.Bucket) {
 		jen.Id("js").Qual(jetstreamPath, "JetStream"),
 	)
 	f.Line()
-	f.Comment(wrap(fmt.Sprintf("%s opens bucket %s, or the bucket kvwatch.WithBucket among opts names "+
-		"(%s-staging; an edge server's mirror, whose writes go to the hub). Its List, Keys and History "+
+	f.Comment(wrap(fmt.Sprintf("%s opens bucket %s, or the bucket kvclient.WithBucketName among opts names "+
+		"(%s-staging; an edge server's mirror, whose writes go to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its List, Keys and History "+
 		"methods read through js.", n.OpenClient, b.Name, b.Name)))
 	f.Func().Id(n.OpenClient).Params(
-		jen.Id("ctx").Qual("context", "Context"), jen.Id("js").Qual(jetstreamPath, "JetStream"), jen.Id("opts").Op("...").Add(rt("Option")),
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("js").Qual(jetstreamPath, "JetStream"), jen.Id("opts").Op("...").Add(rt("OpenOption")),
 	).Params(jen.Op("*").Id(n.Client), jen.Error()).Block(
 		jen.List(jen.Id("kv"), jen.Err()).Op(":=").Add(rt("OpenBucket")).Call(jen.Id("ctx"), jen.Id("js"), jen.Op("&").Id(n.Spec), jen.Id("opts").Op("...")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
@@ -34,7 +34,7 @@ func emitClient(f *jen.File, b *schema.Bucket) {
 	f.Line()
 	f.Comment(wrap(fmt.Sprintf("%s wraps kv: bucket %s, or the bucket that holds its keys under a name the "+
 		"environment gives it. Watch that bucket with kvwatch.WithBucket. Its List, Keys and History methods "+
-		"need the JetStream context (kvwatch.ErrNoJetStream): use %s for them.", n.NewClient, b.Name, n.OpenClient)))
+		"need the JetStream context (kvclient.ErrNoJetStream): use %s for them.", n.NewClient, b.Name, n.OpenClient)))
 	f.Func().Id(n.NewClient).Params(jen.Id("kv").Qual(jetstreamPath, "KeyValue")).Op("*").Id(n.Client).Block(
 		jen.Return(jen.Op("&").Id(n.Client).Add(keyed(field{"kv", jen.Id("kv")}))),
 	)
@@ -56,7 +56,7 @@ func emitBatch(f *jen.File, b *schema.Bucket) {
 	n := b.Names
 	f.Comment(wrap(fmt.Sprintf("%s collects writes to bucket %s that Commit stores atomically: all at "+
 		"consecutive revisions, or none (nats-server 2.12+, on a stream that allows atomic batches). A "+
-		"watcher's caches take a committed batch at once: no reader sees part of it (see kvwatch.Batch for "+
+		"watcher's caches take a committed batch at once: no reader sees part of it (see package kvclient for "+
 		"what is not atomic). Its methods return the batch, to chain; a key or value that cannot be written "+
 		"fails Commit, which then sends nothing. Not safe for concurrent use.", n.Batch, b.Name)))
 	f.Type().Id(n.Batch).Struct(jen.Id("b").Op("*").Add(rt("Batch")))
@@ -89,7 +89,7 @@ func emitBatch(f *jen.File, b *schema.Bucket) {
 			rt("BatchDelete").Call(jen.Id("t").Dot("b"), kind, jen.Id("key"), jen.True()))
 	}
 	f.Comment(wrap(fmt.Sprintf("Commit stores the batch atomically and returns the revision of its last write. It fails with "+
-		"kvwatch.ErrBatchDisabled on a stream that does not allow atomic batches, and with kvwatch.ErrNoJetStream "+
+		"kvclient.ErrBatchDisabled on a stream that does not allow atomic batches, and with kvclient.ErrNoJetStream "+
 		"on a bucket made with %s rather than %s.", n.NewClient, n.OpenClient)))
 	f.Func().Params(jen.Id("t").Op("*").Id(n.Batch)).Id("Commit").Params(jen.Id("ctx").Qual("context", "Context")).
 		Params(jen.Uint64(), jen.Error()).Block(jen.Return(jen.Id("t").Dot("b").Dot("Commit").Call(jen.Id("ctx"))))
@@ -129,8 +129,8 @@ func emitKindClient(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 		rt("Update").Call(jen.Id("ctx"), kv, kind, jen.Id("key"), jen.Id("v"), jen.Id("revision")))
 	method(kn.Modify, fmt.Sprintf("%s reads key, lets fn change a copy of its value, and writes it back if key "+
 		"is still at the revision read; on a conflict it reads again and retries, with backoff, so that "+
-		"concurrent modifiers each apply their change once (see kvwatch.Modify). It returns the revision "+
-		"written. kvwatch.CreateIfAbsent among opts creates a missing key from the zero value.", kn.Modify),
+		"concurrent modifiers each apply their change once (see package kvclient). It returns the revision "+
+		"written; fn returning kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts creates a missing key from the zero value.", kn.Modify),
 		[]jen.Code{ctx, keyParam, jen.Id("fn").Func().Params(jen.Op("*").Add(value)).Error(), jen.Id("opts").Op("...").Add(rt("ModifyOption"))}, rev,
 		rt("Modify").Call(jen.Id("ctx"), kv, kind, jen.Id("key"), jen.Id("fn"), jen.Id("opts").Op("...")))
 	method(kn.Get, fmt.Sprintf("%s reads the current value of key; a missing or deleted key is jetstream.ErrKeyNotFound.", kn.Get),
@@ -155,7 +155,7 @@ func emitKindClient(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 		[]jen.Code{ctx, keyParam}, []jen.Code{jen.Index().Add(rt("HistoryEntry")).Types(value), jen.Error()},
 		rt("History").Call(jen.Id("ctx"), js, kv, kind, jen.Id("key")))
 	method(kn.List, fmt.Sprintf("%s reads the %s entries within scopes, sorted by key, without a consumer: exact "+
-		"as of the revision returned (see kvwatch.List; an entry that does not decode is reported in the error, "+
+		"as of the revision returned (see package kvclient; an entry that does not decode is reported in the error, "+
 		"the others returned).", kn.List, k.GoName),
 		[]jen.Code{ctx, jen.Id("scopes").Id(n.Scopes)},
 		[]jen.Code{jen.Index().Add(rt("Entry")).Types(jen.Id(kn.Key), value), jen.Uint64(), jen.Error()},

@@ -128,14 +128,15 @@ func emitHandlers(f *jen.File, b *schema.Bucket) {
 func emitWatcher(f *jen.File, b *schema.Bucket) {
 	n := b.Names
 	f.Comment(wrap(fmt.Sprintf("%s watches bucket %s within a set of scopes, served by at most one "+
-		"consumer at any moment however many scopes and kinds it covers. The embedded *kvwatch.Watcher "+
-		"provides WaitSynced, Synced, Stats, Err, Done and Stop. Its methods are safe for concurrent use.", n.Watcher, b.Name)))
+		"consumer at any moment however many scopes and kinds it covers. The embedded kvwatch.Watcher "+
+		"provides WaitSynced, WaitRevision, Synced, Stats, Err, Done and Stop. Its methods are safe for concurrent use.", n.Watcher, b.Name)))
 	if b.Doc != "" {
 		f.Comment("//")
 		f.Comment(wrap(b.Doc))
 	}
 	f.Type().Id(n.Watcher).StructFunc(func(g *jen.Group) {
-		g.Op("*").Add(rt("Watcher"))
+		g.Add(rt("Watcher"))
+		g.Id("impl").Op("*").Qual(implPath, "Watcher")
 		for _, k := range b.Kinds {
 			g.Id(k.Names.BindingField).Op("*").Add(rt("Binding")).Types(jen.Id(k.Names.Key), goType(k.Value))
 		}
@@ -148,12 +149,12 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 		if k.Names.CacheType == "" {
 			f.Comment(wrap(doc))
 			f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().
-				Op("*").Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value)).
+				Add(rt("Cache")).Types(jen.Id(k.Names.Key), goType(k.Value)).
 				Block(jen.Return(cache))
 		} else {
 			f.Comment(wrap(doc + " Its indexes are kept up to date with every change."))
 			f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id(k.Names.Cache).Params().Id(k.Names.CacheType).
-				Block(jen.Return(jen.Id(k.Names.CacheType).Values(cache)))
+				Block(jen.Id("c").Op(":=").Add(cache), jen.Return(jen.Id(k.Names.CacheType).Values(jen.Id("c"), jen.Id("c"))))
 		}
 		f.Line()
 		emitIndexedCache(f, k)
@@ -185,7 +186,7 @@ func emitWatcher(f *jen.File, b *schema.Bucket) {
 			jen.Index().Add(rt("AnyBinding")).Values(bindings...), jen.Id("opts").Op("..."),
 		)
 		g.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
-		fields := []field{{"Watcher", jen.Id("w")}}
+		fields := []field{{"Watcher", jen.Id("w")}, {"impl", jen.Id("w")}}
 		for _, k := range b.Kinds {
 			fields = append(fields, field{k.Names.BindingField, jen.Id(bindingVar(k))})
 		}
@@ -204,16 +205,19 @@ func emitAddHandlers(f *jen.File, b *schema.Bucket) {
 		"(right after the replay if it is already), on a goroutine of its own; its OnError receives " +
 		"its own handlers' panics. Its events' values are its own copies. AddHandlers returns at once, " +
 		"from anywhere; the registration's WaitSynced waits for it, Remove takes h off again (see " +
-		"kvwatch.Registration)."))
+		"kvwatch.Registration). It fails only once the watch has ended."))
 	var handlers []jen.Code
 	for _, k := range b.Kinds {
 		handlers = append(handlers, rt("HandlerOf").Call(jen.Id("w").Dot(k.Names.BindingField), jen.Id("h").Dot(k.Names.Handler)))
 	}
 	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("AddHandlers").Params(jen.Id("h").Id(n.Handlers)).
-		Params(jen.Op("*").Add(rt("Registration")), jen.Error()).Block(
-		jen.Return(jen.Id("w").Dot("Watcher").Dot("AddHandlers").Call(
+		Params(rt("Registration"), jen.Error()).Block(
+		jen.List(jen.Id("r"), jen.Err()).Op(":=").Id("w").Dot("impl").Dot("AddHandlers").Call(
 			jen.Index().Add(rt("AnyHandler")).Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, handlers...),
-			jen.Id("h").Dot("OnSynced"), jen.Id("h").Dot("OnError"))),
+			jen.Id("h").Dot("OnSynced"), jen.Id("h").Dot("OnError")),
+		// A nil *Registration in the interface would not be nil.
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Id("r"), jen.Nil()),
 	)
 	f.Line()
 }
@@ -226,14 +230,14 @@ func emitEvents(f *jen.File, b *schema.Bucket) {
 		"change, in the watcher's order; a type switch over the kinds' event types reads them. The body may " +
 		"call any method of the watcher, Stop included. The watcher stops reading from the server while the " +
 		"loop falls behind (nothing is lost); the loop ends when it breaks, when ctx ends, at Stop, or when " +
-		"the watch ends (see kvwatch.Watcher.Events)."))
+		"the watch ends."))
 	var bindings []jen.Code
 	for _, k := range b.Kinds {
 		bindings = append(bindings, jen.Id("w").Dot(k.Names.BindingField))
 	}
 	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("Events").Params(jen.Id("ctx").Qual("context", "Context")).
 		Qual("iter", "Seq").Types(rt("AnyEvent")).Block(
-		jen.Return(jen.Id("w").Dot("Watcher").Dot("Events").Call(append([]jen.Code{jen.Id("ctx")}, bindings...)...)),
+		jen.Return(jen.Id("w").Dot("impl").Dot("Events").Call(append([]jen.Code{jen.Id("ctx")}, bindings...)...)),
 	)
 	f.Line()
 }
@@ -243,13 +247,12 @@ func emitSetScopes(f *jen.File, b *schema.Bucket) {
 	n := b.Names
 	f.Comment(wrap("SetScopes changes what the watcher watches while it runs, still with one consumer: " +
 		"keys of removed scopes are delivered as deletes with LeftScope set, added scopes are read " +
-		"and delivered as initial events, and no change is lost or delivered twice (see " +
-		"kvwatch.Watcher.SetScopes). It returns once the change is applied and the caches are exact " +
+		"and delivered as initial events, and no change is lost or delivered twice. It returns once the change is applied and the caches are exact " +
 		"again, from anywhere: a handler or an Events loop body too."))
 	f.Func().Params(jen.Id("w").Op("*").Id(n.Watcher)).Id("SetScopes").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("scopes").Id(n.Scopes),
 	).Error().Block(
-		jen.Return(jen.Id("w").Dot("Watcher").Dot("SetScopes").Call(jen.Id("ctx"), jen.Id("scopes").Dot("KVWatchScopes").Call())),
+		jen.Return(jen.Id("w").Dot("impl").Dot("SetScopes").Call(jen.Id("ctx"), jen.Id("scopes").Dot("KVWatchScopes").Call())),
 	)
 	f.Line()
 }
@@ -270,13 +273,16 @@ func emitIndexedCache(f *jen.File, k *schema.Kind) {
 	entries := jen.Index().Add(rt("Entry")).Types(jen.Id(kn.Key), value)
 	f.Comment(wrap(fmt.Sprintf("%s is the cache of %s entries (kvwatch.Cache, whose methods it has) with "+
 		"the indexes the schema declares: each lookup reads only the entries it returns.", kn.CacheType, k.GoName)))
-	f.Type().Id(kn.CacheType).Struct(jen.Op("*").Add(rt("Cache")).Types(jen.Id(kn.Key), value))
+	f.Type().Id(kn.CacheType).Struct(
+		rt("Cache").Types(jen.Id(kn.Key), value),
+		jen.Id("impl").Op("*").Qual(implPath, "Cache").Types(jen.Id(kn.Key), value),
+	)
 	f.Line()
 	for _, ix := range k.Indexes {
 		f.Comment(wrap(fmt.Sprintf("%s returns (copies of) the cached %s entries whose %s is v, sorted by key.",
 			ix.Name, k.GoName, ix.Field.JSONName)))
 		f.Func().Params(jen.Id("c").Id(kn.CacheType)).Id(ix.Name).Params(jen.Id("v").Add(goType(ix.Field.Type))).Add(entries).
-			Block(jen.Return(jen.Id("c").Dot("Cache").Dot("ByIndex").Call(jen.Lit(ix.Name), jen.Id("v"))))
+			Block(jen.Return(jen.Id("c").Dot("impl").Dot("ByIndex").Call(jen.Lit(ix.Name), jen.Id("v"))))
 		f.Line()
 	}
 }

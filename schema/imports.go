@@ -32,6 +32,7 @@ var ownImports = []struct{ path, name string }{
 	{"strconv", "strconv"},
 	{"time", "time"},
 	{"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch", "kvwatch"},
+	{"github.com/kvwatchgen/kvwatchgen/runtime/kvclient", "kvclient"},
 	{"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl", "kvwatchimpl"},
 	{"github.com/nats-io/nats.go/jetstream", "jetstream"},
 }

@@ -4,6 +4,7 @@ package benchkv
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,10 +84,10 @@ type BenchScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s BenchScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s BenchScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Prefix {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -119,16 +120,17 @@ type BenchHandlers struct {
 
 // BenchWatcher watches bucket bench within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type BenchWatcher struct {
-	*kvwatch.Watcher
-	bindItem *kvwatch.Binding[ItemKey, Item]
+	kvwatch.Watcher
+	impl     *kvwatchimpl.Watcher
+	bindItem *kvwatchimpl.Binding[ItemKey, Item]
 }
 
 // ItemCache returns the read-only cache of the Item entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *BenchWatcher) ItemCache() *kvwatch.Cache[ItemKey, Item] {
+func (w *BenchWatcher) ItemCache() kvwatch.Cache[ItemKey, Item] {
 	return w.bindItem.Cache()
 }
 
@@ -138,14 +140,15 @@ func (w *BenchWatcher) ItemCache() *kvwatch.Cache[ItemKey, Item] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchBench(ctx context.Context, js jetstream.JetStream, scopes BenchScopes, h BenchHandlers, opts ...kvwatch.Option) (*BenchWatcher, error) {
-	bindItem := kvwatch.Bind(&kvwBenchItemKind, h.OnItem)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBenchSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindItem}, opts...)
+	bindItem := kvwatchimpl.Bind(&kvwBenchItemKind, h.OnItem)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwBenchSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &BenchWatcher{
 		Watcher:  w,
+		impl:     w,
 		bindItem: bindItem,
 	}, nil
 }
@@ -153,11 +156,11 @@ func WatchBench(ctx context.Context, js jetstream.JetStream, scopes BenchScopes,
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *BenchWatcher) SetScopes(ctx context.Context, scopes BenchScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -167,11 +170,16 @@ func (w *BenchWatcher) SetScopes(ctx context.Context, scopes BenchScopes) error 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *BenchWatcher) AddHandlers(h BenchHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindItem, h.OnItem),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *BenchWatcher) AddHandlers(h BenchHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindItem, h.OnItem),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -180,10 +188,9 @@ func (w *BenchWatcher) AddHandlers(h BenchHandlers) (*kvwatch.Registration, erro
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *BenchWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindItem)
+	return w.impl.Events(ctx, w.bindItem)
 }
 
 // BenchCheckpoint is the state of a BenchWatcher at one revision: every
@@ -205,7 +212,7 @@ type BenchCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return BenchCheckpoint{}, err
 	}
@@ -213,22 +220,22 @@ func (w *BenchWatcher) Checkpoint() (BenchCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Item:          kvwatch.EntriesOf(cp, &kvwBenchItemKind),
+		Item:          kvwatchimpl.EntriesOf(cp, &kvwBenchItemKind),
 	}, nil
 }
 
 // Resume is the option that starts a BenchWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp BenchCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwBenchItemKind, cp.Item)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwBenchItemKind, cp.Item)
+	return kvwatchimpl.Resume(state)
 }
 
 // BenchBucket reads and writes entries of bucket bench with typed keys and
@@ -240,11 +247,12 @@ type BenchBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenBenchBucket opens bucket bench, or the bucket kvwatch.WithBucket among
-// opts names (bench-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenBenchBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*BenchBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwBenchSpec, opts...)
+// OpenBenchBucket opens bucket bench, or the bucket kvclient.WithBucketName
+// among opts names (bench-staging; an edge server's mirror, whose writes go
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenBenchBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*BenchBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwBenchSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +265,7 @@ func OpenBenchBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatc
 // NewBenchBucket wraps kv: bucket bench, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenBenchBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenBenchBucket for them.
 func NewBenchBucket(kv jetstream.KeyValue) *BenchBucket {
 	return &BenchBucket{kv: kv}
 }
@@ -269,7 +277,7 @@ func (b *BenchBucket) KeyValue() jetstream.KeyValue {
 
 // PutItem stores v under key and returns the new revision.
 func (b *BenchBucket) PutItem(ctx context.Context, key ItemKey, v Item) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBenchItemKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBenchItemKind, key, v)
 }
 
 // CreateItem stores v under key only if key does not exist or was deleted,
@@ -277,7 +285,7 @@ func (b *BenchBucket) PutItem(ctx context.Context, key ItemKey, v Item) (uint64,
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BenchBucket) CreateItem(ctx context.Context, key ItemKey, v Item, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBenchItemKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBenchItemKind, key, v, opts...)
 }
 
 // UpdateItem stores v under key only if key is still at revision
@@ -285,82 +293,83 @@ func (b *BenchBucket) CreateItem(ctx context.Context, key ItemKey, v Item, opts 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyItem retries such conflicts
 // for you.
 func (b *BenchBucket) UpdateItem(ctx context.Context, key ItemKey, v Item, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBenchItemKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBenchItemKind, key, v, revision)
 }
 
 // ModifyItem reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BenchBucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*Item) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBenchItemKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BenchBucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*Item) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBenchItemKind, key, fn, opts...)
 }
 
 // GetItem reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BenchBucket) GetItem(ctx context.Context, key ItemKey) (kvwatch.Item[Item], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBenchItemKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBenchItemKind, key)
 }
 
 // GetItemRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BenchBucket) GetItemRevision(ctx context.Context, key ItemKey, revision uint64) (kvwatch.Item[Item], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBenchItemKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBenchItemKind, key, revision)
 }
 
 // DeleteItem deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *BenchBucket) DeleteItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBenchItemKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBenchItemKind, key, opts...)
 }
 
 // PurgeItem deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BenchBucket) PurgeItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBenchItemKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBenchItemKind, key, opts...)
 }
 
 // ItemHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BenchBucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvwatch.HistoryEntry[Item], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBenchItemKind, key)
+func (b *BenchBucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvclient.HistoryEntry[Item], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBenchItemKind, key)
 }
 
 // ListItem reads the Item entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BenchBucket) ListItem(ctx context.Context, scopes BenchScopes) ([]kvwatch.Entry[ItemKey, Item], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBenchSpec, &kvwBenchItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBenchSpec, &kvwBenchItemKind, scopes.KVWatchScopes())
 }
 
 // ItemKeys reads the keys of the Item entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *BenchBucket) ItemKeys(ctx context.Context, scopes BenchScopes) ([]ItemKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBenchSpec, &kvwBenchItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBenchSpec, &kvwBenchItemKind, scopes.KVWatchScopes())
 }
 
 // BenchBatch collects writes to bucket bench that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type BenchBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see BenchBatch).
 func (b *BenchBucket) Batch() *BenchBatch {
-	return &BenchBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &BenchBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutItem adds a put of v under key.
 func (t *BenchBatch) PutItem(key ItemKey, v Item) *BenchBatch {
-	kvwatch.BatchPut(t.b, &kvwBenchItemKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBenchItemKind, key, v)
 	return t
 }
 
@@ -368,26 +377,26 @@ func (t *BenchBatch) PutItem(key ItemKey, v Item) *BenchBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BenchBatch) UpdateItem(key ItemKey, v Item, revision uint64) *BenchBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBenchItemKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBenchItemKind, key, v, revision)
 	return t
 }
 
 // DeleteItem adds a delete of key.
 func (t *BenchBatch) DeleteItem(key ItemKey) *BenchBatch {
-	kvwatch.BatchDelete(t.b, &kvwBenchItemKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBenchItemKind, key, false)
 	return t
 }
 
 // PurgeItem adds a purge of key (its history too).
 func (t *BenchBatch) PurgeItem(key ItemKey) *BenchBatch {
-	kvwatch.BatchDelete(t.b, &kvwBenchItemKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBenchItemKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewBenchBucket rather than OpenBenchBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewBenchBucket rather than OpenBenchBucket.
 func (t *BenchBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -397,18 +406,18 @@ func (t *BenchBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateBenchBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*BenchBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwBenchSpec, opts...)
+func CreateOrUpdateBenchBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*BenchBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwBenchSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

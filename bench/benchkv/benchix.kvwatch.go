@@ -4,6 +4,7 @@ package benchkv
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,10 +92,10 @@ type BenchixScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s BenchixScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s BenchixScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Prefix {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -127,33 +128,36 @@ type BenchixHandlers struct {
 
 // BenchixWatcher watches bucket benchix within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 //
 // The bench bucket's layout with an index on its items' cache (bench index).
 type BenchixWatcher struct {
-	*kvwatch.Watcher
-	bindIndexedItem *kvwatch.Binding[IndexedItemKey, Item]
+	kvwatch.Watcher
+	impl            *kvwatchimpl.Watcher
+	bindIndexedItem *kvwatchimpl.Binding[IndexedItemKey, Item]
 }
 
 // IndexedItemCache returns the read-only cache of the IndexedItem entries in
 // the watcher's scopes: exact once the watcher is synced, updated before each
 // handler call. Its indexes are kept up to date with every change.
 func (w *BenchixWatcher) IndexedItemCache() IndexedItemCache {
-	return IndexedItemCache{w.bindIndexedItem.Cache()}
+	c := w.bindIndexedItem.Cache()
+	return IndexedItemCache{c, c}
 }
 
 // IndexedItemCache is the cache of IndexedItem entries (kvwatch.Cache, whose
 // methods it has) with the indexes the schema declares: each lookup reads
 // only the entries it returns.
 type IndexedItemCache struct {
-	*kvwatch.Cache[IndexedItemKey, Item]
+	kvwatch.Cache[IndexedItemKey, Item]
+	impl *kvwatchimpl.Cache[IndexedItemKey, Item]
 }
 
 // ByOwner returns (copies of) the cached IndexedItem entries whose owner is
 // v, sorted by key.
 func (c IndexedItemCache) ByOwner(v string) []kvwatch.Entry[IndexedItemKey, Item] {
-	return c.Cache.ByIndex("ByOwner", v)
+	return c.impl.ByIndex("ByOwner", v)
 }
 
 // WatchBenchix starts watching bucket benchix within scopes and returns once
@@ -162,14 +166,15 @@ func (c IndexedItemCache) ByOwner(v string) []kvwatch.Entry[IndexedItemKey, Item
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchBenchix(ctx context.Context, js jetstream.JetStream, scopes BenchixScopes, h BenchixHandlers, opts ...kvwatch.Option) (*BenchixWatcher, error) {
-	bindIndexedItem := kvwatch.Bind(&kvwBenchixIndexedItemKind, h.OnIndexedItem)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBenchixSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindIndexedItem}, opts...)
+	bindIndexedItem := kvwatchimpl.Bind(&kvwBenchixIndexedItemKind, h.OnIndexedItem)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwBenchixSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindIndexedItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &BenchixWatcher{
 		Watcher:         w,
+		impl:            w,
 		bindIndexedItem: bindIndexedItem,
 	}, nil
 }
@@ -177,11 +182,11 @@ func WatchBenchix(ctx context.Context, js jetstream.JetStream, scopes BenchixSco
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *BenchixWatcher) SetScopes(ctx context.Context, scopes BenchixScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -191,11 +196,16 @@ func (w *BenchixWatcher) SetScopes(ctx context.Context, scopes BenchixScopes) er
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *BenchixWatcher) AddHandlers(h BenchixHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindIndexedItem, h.OnIndexedItem),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *BenchixWatcher) AddHandlers(h BenchixHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindIndexedItem, h.OnIndexedItem),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -204,10 +214,9 @@ func (w *BenchixWatcher) AddHandlers(h BenchixHandlers) (*kvwatch.Registration, 
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *BenchixWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindIndexedItem)
+	return w.impl.Events(ctx, w.bindIndexedItem)
 }
 
 // BenchixCheckpoint is the state of a BenchixWatcher at one revision: every
@@ -229,7 +238,7 @@ type BenchixCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *BenchixWatcher) Checkpoint() (BenchixCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return BenchixCheckpoint{}, err
 	}
@@ -237,22 +246,22 @@ func (w *BenchixWatcher) Checkpoint() (BenchixCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		IndexedItem:   kvwatch.EntriesOf(cp, &kvwBenchixIndexedItemKind),
+		IndexedItem:   kvwatchimpl.EntriesOf(cp, &kvwBenchixIndexedItemKind),
 	}, nil
 }
 
 // Resume is the option that starts a BenchixWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp BenchixCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwBenchixIndexedItemKind, cp.IndexedItem)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwBenchixIndexedItemKind, cp.IndexedItem)
+	return kvwatchimpl.Resume(state)
 }
 
 // BenchixBucket reads and writes entries of bucket benchix with typed keys
@@ -264,11 +273,13 @@ type BenchixBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenBenchixBucket opens bucket benchix, or the bucket kvwatch.WithBucket
-// among opts names (benchix-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenBenchixBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*BenchixBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwBenchixSpec, opts...)
+// OpenBenchixBucket opens bucket benchix, or the bucket
+// kvclient.WithBucketName among opts names (benchix-staging; an edge server's
+// mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenBenchixBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*BenchixBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwBenchixSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +292,7 @@ func OpenBenchixBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwa
 // NewBenchixBucket wraps kv: bucket benchix, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenBenchixBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenBenchixBucket for them.
 func NewBenchixBucket(kv jetstream.KeyValue) *BenchixBucket {
 	return &BenchixBucket{kv: kv}
 }
@@ -293,7 +304,7 @@ func (b *BenchixBucket) KeyValue() jetstream.KeyValue {
 
 // PutIndexedItem stores v under key and returns the new revision.
 func (b *BenchixBucket) PutIndexedItem(ctx context.Context, key IndexedItemKey, v Item) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBenchixIndexedItemKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBenchixIndexedItemKind, key, v)
 }
 
 // CreateIndexedItem stores v under key only if key does not exist or was
@@ -301,7 +312,7 @@ func (b *BenchixBucket) PutIndexedItem(ctx context.Context, key IndexedItemKey, 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BenchixBucket) CreateIndexedItem(ctx context.Context, key IndexedItemKey, v Item, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBenchixIndexedItemKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBenchixIndexedItemKind, key, v, opts...)
 }
 
 // UpdateIndexedItem stores v under key only if key is still at revision
@@ -309,84 +320,85 @@ func (b *BenchixBucket) CreateIndexedItem(ctx context.Context, key IndexedItemKe
 // matches jetstream.ErrKeyRevisionMismatch. ModifyIndexedItem retries such
 // conflicts for you.
 func (b *BenchixBucket) UpdateIndexedItem(ctx context.Context, key IndexedItemKey, v Item, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBenchixIndexedItemKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBenchixIndexedItemKind, key, v, revision)
 }
 
 // ModifyIndexedItem reads key, lets fn change a copy of its value, and writes
 // it back if key is still at the revision read; on a conflict it reads again
 // and retries, with backoff, so that concurrent modifiers each apply their
-// change once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BenchixBucket) ModifyIndexedItem(ctx context.Context, key IndexedItemKey, fn func(*Item) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBenchixIndexedItemKind, key, fn, opts...)
+// change once (see package kvclient). It returns the revision written; fn
+// returning kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent
+// among opts creates a missing key from the zero value.
+func (b *BenchixBucket) ModifyIndexedItem(ctx context.Context, key IndexedItemKey, fn func(*Item) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBenchixIndexedItemKind, key, fn, opts...)
 }
 
 // GetIndexedItem reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BenchixBucket) GetIndexedItem(ctx context.Context, key IndexedItemKey) (kvwatch.Item[Item], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBenchixIndexedItemKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBenchixIndexedItemKind, key)
 }
 
 // GetIndexedItemRevision reads key as it was at revision; a revision that is
 // not key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BenchixBucket) GetIndexedItemRevision(ctx context.Context, key IndexedItemKey, revision uint64) (kvwatch.Item[Item], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBenchixIndexedItemKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBenchixIndexedItemKind, key, revision)
 }
 
 // DeleteIndexedItem deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *BenchixBucket) DeleteIndexedItem(ctx context.Context, key IndexedItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBenchixIndexedItemKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBenchixIndexedItemKind, key, opts...)
 }
 
 // PurgeIndexedItem deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BenchixBucket) PurgeIndexedItem(ctx context.Context, key IndexedItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBenchixIndexedItemKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBenchixIndexedItemKind, key, opts...)
 }
 
 // IndexedItemHistory reads every revision the bucket keeps of key, oldest
 // first, deletes and purges included, without a consumer; a key never written
 // is jetstream.ErrKeyNotFound.
-func (b *BenchixBucket) IndexedItemHistory(ctx context.Context, key IndexedItemKey) ([]kvwatch.HistoryEntry[Item], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBenchixIndexedItemKind, key)
+func (b *BenchixBucket) IndexedItemHistory(ctx context.Context, key IndexedItemKey) ([]kvclient.HistoryEntry[Item], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBenchixIndexedItemKind, key)
 }
 
 // ListIndexedItem reads the IndexedItem entries within scopes, sorted by key,
-// without a consumer: exact as of the revision returned (see kvwatch.List; an
-// entry that does not decode is reported in the error, the others returned).
+// without a consumer: exact as of the revision returned (see package
+// kvclient; an entry that does not decode is reported in the error, the
+// others returned).
 func (b *BenchixBucket) ListIndexedItem(ctx context.Context, scopes BenchixScopes) ([]kvwatch.Entry[IndexedItemKey, Item], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBenchixSpec, &kvwBenchixIndexedItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBenchixSpec, &kvwBenchixIndexedItemKind, scopes.KVWatchScopes())
 }
 
 // IndexedItemKeys reads the keys of the IndexedItem entries within scopes,
 // sorted, without a consumer: exact as of the revision returned.
 func (b *BenchixBucket) IndexedItemKeys(ctx context.Context, scopes BenchixScopes) ([]IndexedItemKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBenchixSpec, &kvwBenchixIndexedItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBenchixSpec, &kvwBenchixIndexedItemKind, scopes.KVWatchScopes())
 }
 
 // BenchixBatch collects writes to bucket benchix that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type BenchixBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see BenchixBatch).
 func (b *BenchixBucket) Batch() *BenchixBatch {
-	return &BenchixBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &BenchixBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutIndexedItem adds a put of v under key.
 func (t *BenchixBatch) PutIndexedItem(key IndexedItemKey, v Item) *BenchixBatch {
-	kvwatch.BatchPut(t.b, &kvwBenchixIndexedItemKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBenchixIndexedItemKind, key, v)
 	return t
 }
 
@@ -394,26 +406,26 @@ func (t *BenchixBatch) PutIndexedItem(key IndexedItemKey, v Item) *BenchixBatch 
 // still at revision (0: only if key does not exist); otherwise nothing of the
 // batch is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BenchixBatch) UpdateIndexedItem(key IndexedItemKey, v Item, revision uint64) *BenchixBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBenchixIndexedItemKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBenchixIndexedItemKind, key, v, revision)
 	return t
 }
 
 // DeleteIndexedItem adds a delete of key.
 func (t *BenchixBatch) DeleteIndexedItem(key IndexedItemKey) *BenchixBatch {
-	kvwatch.BatchDelete(t.b, &kvwBenchixIndexedItemKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBenchixIndexedItemKind, key, false)
 	return t
 }
 
 // PurgeIndexedItem adds a purge of key (its history too).
 func (t *BenchixBatch) PurgeIndexedItem(key IndexedItemKey) *BenchixBatch {
-	kvwatch.BatchDelete(t.b, &kvwBenchixIndexedItemKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBenchixIndexedItemKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewBenchixBucket rather than OpenBenchixBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewBenchixBucket rather than OpenBenchixBucket.
 func (t *BenchixBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -423,18 +435,18 @@ func (t *BenchixBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateBenchixBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*BenchixBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwBenchixSpec, opts...)
+func CreateOrUpdateBenchixBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*BenchixBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwBenchixSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,20 +3,11 @@ package kvwatch
 import (
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
 var (
 	// ErrInvalidScope is matched (errors.Is) by every *ScopeError.
 	ErrInvalidScope = errors.New("kvwatch: invalid scope value")
-	// ErrBucketNotFound is returned when the watched bucket's stream does
-	// not exist.
-	ErrBucketNotFound = errors.New("kvwatch: bucket not found")
 	// ErrStopped is returned by WaitSynced when the watcher stopped before
 	// it was synced, without a more specific error.
 	ErrStopped = errors.New("kvwatch: watcher stopped")
@@ -31,130 +22,6 @@ var (
 	// and again at every reset.
 	ErrTooManyFilters = errors.New("kvwatch: too many subject filters for one consumer")
 )
-
-// consumerErr wraps an error from creating or running the consumer with
-// what to do about it.
-func (w *Watcher) consumerErr(err error) error {
-	switch {
-	case errors.Is(err, jetstream.ErrMaximumConsumersLimit) && w.mirror.snapshot() != nil:
-		return fmt.Errorf("%w: stream %s, a mirror of %s (server error 10026): nats-server 2.15+ allows 1,000 consumers per stream by default, "+
-			"a mirror on an edge server too; raise the mirror's MaxConsumers (js.UpdateStream on %s on that server) or the edge server's "+
-			"jetstream { limits { default_max_consumers } }, or spread the nodes over more edges: %v",
-			ErrConsumerLimit, w.stream, w.mirror.snapshot().Origin, w.stream, err)
-	case errors.Is(err, jetstream.ErrMaximumConsumersLimit):
-		return fmt.Errorf("%w: stream %s (server error 10026): nats-server 2.15+ allows 1,000 consumers per stream by default; "+
-			"raise the stream's MaxConsumers (js.UpdateStream on %s, allowed since 2.14) or the server's "+
-			"jetstream { limits { default_max_consumers } }, or watch more scopes with fewer watchers: %v",
-			ErrConsumerLimit, w.stream, w.stream, err)
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return fmt.Errorf("%w: %s (stream %s was deleted)", ErrBucketNotFound, w.bucket, w.stream)
-	case errors.Is(err, nats.ErrPermissionViolation):
-		return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.bucket, err)
-	}
-	return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.bucket, err)
-}
-
-// noJetStream explains err, the error of the first JetStream request of
-// a watcher (Start), a bucket handle (OpenBucket) or a read without a
-// consumer, when nothing answered it: the server runs without JetStream,
-// or without it for this account, or (with a JetStream domain or API
-// prefix) nothing serves that domain or prefix from here. nats.go reports
-// that as nats.ErrNoResponders, which names neither JetStream nor a fix.
-// The result matches both nats.ErrNoResponders and
-// jetstream.ErrJetStreamNotEnabled (errors.Is), as nats.go's own
-// AccountInfo maps it. Any other error is returned as it is. Later
-// requests are not mapped: no responders there is a server or a leaf
-// connection going away for a while, and is retried.
-func noJetStream(js jetstream.JetStream, err error) error {
-	if !errors.Is(err, nats.ErrNoResponders) {
-		return err
-	}
-	text := "JetStream not enabled on the server (or not for this account)"
-	if o := js.Options(); o.Domain != "" {
-		text += fmt.Sprintf(", or JetStream domain %q not reachable from this server", o.Domain)
-	} else if o.APIPrefix != "" {
-		text += fmt.Sprintf(", or nothing serving JetStream API prefix %q", o.APIPrefix)
-	}
-	return &noJetStreamError{text: text, err: err}
-}
-
-// noJetStreamError is a first JetStream request that nothing answered.
-type noJetStreamError struct {
-	text string // what it means
-	err  error  // nats.ErrNoResponders, as wrapped by nats.go
-}
-
-func (e *noJetStreamError) Error() string { return e.text + ": " + e.err.Error() }
-
-// Unwrap returns the request's error and jetstream.ErrJetStreamNotEnabled.
-func (e *noJetStreamError) Unwrap() []error {
-	return []error{e.err, jetstream.ErrJetStreamNotEnabled}
-}
-
-// permissionError returns a terminal error when the connection's last
-// error is a permissions violation on a subject of this watcher's stream
-// that happened since the watcher started. The server answers such a
-// publish with an asynchronous -ERR, not a reply, so the request itself
-// only times out; this turns the timeout into the error that explains it.
-func (w *Watcher) permissionError() error {
-	last := w.js.Conn().LastError()
-	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) || last.Error() == w.errAtStart {
-		return nil
-	}
-	_, quoted, ok := strings.Cut(last.Error(), `"`)
-	subject, _, ok2 := strings.Cut(quoted, `"`)
-	if !ok || !ok2 || !w.ownsSubject(subject) || subject == w.optionalSubject() {
-		return nil
-	}
-	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.bucket, last)
-}
-
-// optionalSubject is the one API subject a watcher can do without: the
-// stream message API, which seals catch-ups on streams without direct get
-// (README, Permissions). A refusal there is no reason to end any watch,
-// this watcher's or another's on the same connection.
-func (w *Watcher) optionalSubject() string {
-	return directget.APIPrefix(w.js) + "STREAM.MSG.GET." + w.stream
-}
-
-// refusedOptional reports whether the connection's last error is a
-// permissions violation on optionalSubject.
-func (w *Watcher) refusedOptional() bool {
-	last := w.js.Conn().LastError()
-	return last != nil && errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), `"`+w.optionalSubject()+`"`)
-}
-
-// ownsSubject reports whether subject is one this watcher sends requests
-// to: an API subject naming its stream as a whole token.
-func (w *Watcher) ownsSubject(subject string) bool {
-	for tok := range strings.SplitSeq(subject, ".") {
-		if tok == w.stream {
-			return true
-		}
-	}
-	return false
-}
-
-// terminal reports whether err ends the watch: retrying cannot fix it.
-// Anything else (timeouts, no responders, a server restarting, a leader
-// moving) is retried with backoff.
-func terminal(err error) bool {
-	var jsErr jetstream.JetStreamError
-	switch {
-	case errors.Is(err, ErrBucketNotFound), errors.Is(err, ErrConsumerLimit), errors.Is(err, ErrTooManyFilters),
-		errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, nats.ErrConnectionClosed),
-		errors.Is(err, jetstream.ErrInvalidOption),
-		errors.Is(err, nats.ErrPermissionViolation), errors.Is(err, nats.ErrAuthorization):
-		return true
-	case errors.As(err, &jsErr) && jsErr.APIError() != nil:
-		// A request the server refuses as such (bad request, permissions)
-		// is refused again; 5xx and unavailability are not errors of the
-		// request.
-		code := jsErr.APIError().Code
-		return code >= 400 && code < 500 && code != 408
-	}
-	return false
-}
 
 // ScopeError reports a scope value that cannot be watched. It is returned
 // before anything is sent to the server: a value such as "*", ">" or "a.b"
@@ -238,3 +105,103 @@ type HandlerError struct {
 func (e *HandlerError) Error() string {
 	return fmt.Sprintf("kvwatch: %s handler panicked on %q at revision %d: %v", e.Kind, e.Key, e.Revision, e.Panic)
 }
+
+// ParamError reports a key whose token for a typed parameter does not
+// parse.
+type ParamError struct {
+	Key   string // the key
+	Param string // the parameter name
+	Err   error
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("key %q: parameter %s: %v", e.Key, e.Param, e.Err)
+}
+
+// Unwrap returns the parse error.
+func (e *ParamError) Unwrap() error { return e.Err }
+
+// KeyMismatchError says why a key does not match a key template. Users
+// know it as kvwatch.KeyMismatchError.
+type KeyMismatchError struct {
+	Key      string // the key as given
+	Template string // the template it was matched against
+	Reason   string // what differs
+}
+
+func (e *KeyMismatchError) Error() string {
+	return fmt.Sprintf("key %q does not match template %q: %s", e.Key, e.Template, e.Reason)
+}
+
+// ErrNotSynced is returned by Checkpoint before the watcher is synced, and
+// while a SetScopes call brings its scopes in: the caches are not a state
+// of the watcher's scopes yet.
+var ErrNotSynced = errors.New("kvwatch: watcher not synced yet")
+
+// ErrRemoved is returned by a Registration's WaitSynced once it was
+// removed before it was synced.
+var ErrRemoved = errors.New("kvwatch: handlers removed")
+
+// ErrStreamWentBack is matched (errors.Is) by a *StreamWentBackError.
+var ErrStreamWentBack = errors.New("kvwatch: the stream went back")
+
+// StreamWentBackError reports that the bucket's stream, created at the same
+// time as the one the caches (or a checkpoint) come from, no longer holds
+// what the watcher applied: it lost acknowledged writes, or was restored
+// from a backup. The watcher re-lists (Stats.StreamWentBack counts it) and
+// goes on; the error is passed to OnError and logged.
+type StreamWentBackError struct {
+	Bucket string
+	// Revision is the watcher's revision (a resumed watcher's: its
+	// checkpoint's); LastSeq the stream's last sequence when checked.
+	Revision, LastSeq uint64
+	// At is the revision of an entry the watcher applied, Key its key,
+	// that the stream now holds as another entry (Found is its key there)
+	// or no longer reaches (Found ""); or, with Key "", a revision at or
+	// below Revision holding an entry in the watcher's scopes that it never
+	// saw (of key Found). 0 when the stream's last sequence is below
+	// Revision.
+	At         uint64
+	Key, Found string
+	// Resumed is set when the watcher was resumed from a checkpoint taken
+	// before the loss.
+	Resumed bool
+}
+
+func (e *StreamWentBackError) Error() string {
+	whose := "the watcher"
+	if e.Resumed {
+		whose = "the checkpoint"
+	}
+	what := fmt.Sprintf("its last sequence %d is below %s's revision %d", e.LastSeq, whose, e.Revision)
+	switch {
+	case e.At > 0 && e.Found == "":
+		what = fmt.Sprintf("its last sequence %d is below revision %d, where %s had %s", e.LastSeq, e.At, whose, e.Key)
+	case e.At > 0 && e.Key == "":
+		what = fmt.Sprintf("revision %d, below %s's revision %d, holds an entry in its scopes (of %s) that it never saw", e.At, whose, e.Revision, e.Found)
+	case e.At > 0:
+		what = fmt.Sprintf("revision %d, where %s had %s, now holds another entry (of %s)", e.At, whose, e.Key, e.Found)
+	}
+	return fmt.Sprintf("kvwatch: bucket %s: the stream went back: %s; it lost writes it had acknowledged, or was restored from a backup, after %s read it: re-listing",
+		e.Bucket, what, whose)
+}
+
+// Is makes errors.Is(err, ErrStreamWentBack) hold.
+func (e *StreamWentBackError) Is(target error) bool { return target == ErrStreamWentBack }
+
+// CheckpointFileError reports a checkpoint file that could not be used
+// (Op "load": the watcher ignored it and read the whole state) or saved
+// (Op "save": the file on disk is the previous one).
+type CheckpointFileError struct {
+	Path string // the file
+	Op   string // "load" or "save"
+	Err  error  // why
+}
+
+// Error says which file, which operation and why.
+func (e *CheckpointFileError) Error() string {
+	return fmt.Sprintf("kvwatch: checkpoint file %s: %s: %v", e.Path, e.Op, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *CheckpointFileError) Unwrap() error { return e.Err }

@@ -112,3 +112,40 @@ func itoa(u uint64) string {
 		}
 	}
 }
+
+// Item is one cached entry: the current value of a key and its revision.
+type Item[V any] struct {
+	Value    V
+	Revision uint64
+	Created  time.Time
+}
+
+// Entry is an Item with its key, as listed by a Cache or kept in a
+// checkpoint. It encodes to JSON when K and V do.
+type Entry[K comparable, V any] struct {
+	Key      K         `json:"key"`
+	Value    V         `json:"value"`
+	Revision uint64    `json:"revision"`
+	Created  time.Time `json:"created"`
+}
+
+// AnyEvent is an event of any kind of a watcher's stream (Watcher.Events):
+// an Event[K, V] of one of its kinds (the generated XEvent types), or
+// SyncedEvent. A type switch over the generated event types reads it:
+//
+//	for ev := range w.Events(ctx) {
+//		switch ev := ev.(type) {
+//		case fleetkv.RouteEvent:
+//		case fleetkv.VPCConfigEvent:
+//		case kvwatch.SyncedEvent:
+//		}
+//	}
+type AnyEvent interface{ anyEvent() }
+
+func (Event[K, V]) anyEvent() {}
+
+// SyncedEvent is the stream's mark that the initial events are over: the
+// stream's OnSynced.
+type SyncedEvent struct{}
+
+func (SyncedEvent) anyEvent() {}

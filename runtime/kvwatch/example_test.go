@@ -59,7 +59,7 @@ func printLines(lines <-chan string, n int) {
 // A running watcher changes its scopes with the same consumer: keys of a
 // removed scope leave as deletes with LeftScope set, an added scope
 // arrives as Initial events.
-func ExampleWatcher_SetScopes() {
+func Example_setScopes() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	js, _, stop := exampleBucket(ctx, "network")
@@ -87,7 +87,7 @@ func ExampleWatcher_SetScopes() {
 
 // A checkpoint, kept as JSON, resumes a later watcher: it receives only
 // what changed since (a "delta"), not the whole state again.
-func ExampleWatcher_Checkpoint() {
+func Example_checkpoint() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	js, b, stop := exampleBucket(ctx, "network")

@@ -1,64 +1,19 @@
 package kvwatch
 
 import (
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"log/slog"
 	"time"
 )
 
 // Option configures a watcher.
-type Option func(*config)
-
-// config is the resolved set of options.
-type config struct {
-	onSynced          func()
-	onError           func(error)
-	logger            *slog.Logger
-	heartbeat         time.Duration
-	inactiveThreshold time.Duration
-	requestTimeout    time.Duration
-	maxFilters        int
-	resume            *Checkpoint
-	bucket            string
-	mirrorStaleAfter  time.Duration
-	checkpointFile    *checkpointFile // WithCheckpointFile (checkpointfile.go)
-	// onSyncPoint, for tests, receives a checkpoint at every sync point
-	// (export_test.go).
-	onSyncPoint func(Checkpoint) func()
-	// onApplied, for tests, runs on the event goroutine after each apply
-	// to the caches, outside the state lock (export_test.go).
-	onApplied func()
-}
-
-func defaultConfig() config {
-	return config{
-		logger:            slog.New(slog.DiscardHandler),
-		heartbeat:         time.Second,
-		inactiveThreshold: 30 * time.Second,
-		requestTimeout:    5 * time.Second,
-		maxFilters:        defaultMaxFilters,
-		mirrorStaleAfter:  10 * time.Second,
-	}
-}
-
-// OnSynced sets a function called once, on the goroutine of the watcher's
-// own handlers, right after the last initial event and before the first
-// live one; the caches are held at the sync point meanwhile (see
-// Watcher.SetScopes and Stats.Queued).
-func OnSynced(f func()) Option { return func(c *config) { c.onSynced = f } }
-
-// OnError sets a function called, on the goroutine of the watcher's own
-// handlers and in order with their events, for every entry the watcher
-// skips (*DataError, *UnknownKeyError), every recovered handler panic
-// (*HandlerError), a checkpoint file it cannot load (*CheckpointFileError)
-// and the terminal error if the watch ends on its own (after every event
-// before it). It must not block for long: events wait behind it.
-func OnError(f func(error)) Option { return func(c *config) { c.onError = f } }
+type Option func(*config.Watch)
 
 // WithLogger sets the structured logger. The default discards everything.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
+	return func(c *config.Watch) {
 		if l != nil {
-			c.logger = l
+			c.Logger = l
 		}
 	}
 }
@@ -68,9 +23,9 @@ func WithLogger(l *slog.Logger) Option {
 // requires it under half of a pull's 30 s expiry: longer values are taken
 // as 15 s.
 func WithHeartbeat(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Watch) {
 		if d > 0 {
-			c.heartbeat = min(d, maxHeartbeat)
+			c.Heartbeat = min(d, maxHeartbeat)
 		}
 	}
 }
@@ -83,9 +38,9 @@ const maxHeartbeat = 15 * time.Second
 // consumer after the client stopped pulling (default 30s): the bound on how
 // long a crashed node's consumer lingers on the stream leader.
 func WithInactiveThreshold(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Watch) {
 		if d > 0 {
-			c.inactiveThreshold = d
+			c.InactiveThreshold = d
 		}
 	}
 }
@@ -94,33 +49,22 @@ func WithInactiveThreshold(d time.Duration) Option {
 // (the initial state, SetScopes, a seal, reading while no consumer can be
 // created) and each wait for its next reply, and each stream info request
 // (default 5s). Consumer creation requests have their own, shorter bound
-// (see the README, Fast recovery).
+// (docs/operations.md, Faults and limits).
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Watch) {
 		if d > 0 {
-			c.requestTimeout = d
+			c.RequestTimeout = d
 		}
 	}
 }
-
-// Consumer creation costs O(F²) in the number of filters F, because the
-// server checks every pair, and it is paid at creation and again at every
-// reset of the consumer (BENCHMARKS.md, Design decisions: "consumer.go:
-// creation cost O(F²) and createTimeout"). Above warnFilters a watcher
-// logs a warning; above its maximum (default defaultMaxFilters) it
-// refuses to start.
-const (
-	warnFilters       = 1000
-	defaultMaxFilters = 10000
-)
 
 // WithMaxFilters sets how many subject filters the watcher's one consumer
 // may have (default 10,000); more is ErrTooManyFilters. Each scope value
 // makes one or two filters.
 func WithMaxFilters(n int) Option {
-	return func(c *config) {
+	return func(c *config.Watch) {
 		if n > 0 {
-			c.maxFilters = n
+			c.MaxFilters = n
 		}
 	}
 }
@@ -132,7 +76,7 @@ func WithMaxFilters(n int) Option {
 // origin's subjects, which the watcher then reads, as nats.go's KV does.
 // Write through a handle of the same bucket (js.KeyValue(ctx, name)).
 func WithBucket(name string) Option {
-	return func(c *config) { c.bucket = name }
+	return func(c *config.Watch) { c.Bucket = name }
 }
 
 // WithMirrorStaleAfter sets when a mirror counts as stale (default 10 s):
@@ -142,9 +86,103 @@ func WithBucket(name string) Option {
 // goes stale and an INFO record when it recovers. Healthy, a mirror hears from its origin
 // every few milliseconds. A negative d turns the checks off.
 func WithMirrorStaleAfter(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Watch) {
 		if d != 0 {
-			c.mirrorStaleAfter = d
+			c.MirrorStaleAfter = d
 		}
+	}
+}
+
+const (
+	// Saving costs O(cache) (every entry encoded and written), resuming
+	// from an older file costs only the changes after it (at most one
+	// message per changed key): 10,000 changes or 30 s keeps a restart's
+	// delta small without rewriting a large cache for every few changes.
+	defaultSaveEvery    = 10_000
+	defaultSaveInterval = 30 * time.Second
+	// defaultSaveTimeout bounds how long Stop waits for the last save.
+	defaultSaveTimeout = 10 * time.Second
+)
+
+// CheckpointFileOption configures WithCheckpointFile.
+type CheckpointFileOption func(*config.CheckpointFile)
+
+// SaveEvery makes the watcher save its checkpoint file once n changes
+// (events applied to the caches, initial ones included) happened since the
+// last save (default 10,000). The count is checked four times a second, so
+// a save starts within 250 ms of the n-th change, or after the save in
+// progress. n <= 0 turns the count off: saves then follow SaveInterval
+// only.
+func SaveEvery(n int) CheckpointFileOption {
+	return func(c *config.CheckpointFile) { c.Every = n }
+}
+
+// SaveInterval makes the watcher save its checkpoint file when d passed
+// since the last save and anything changed since (default 30 s). d <= 0
+// turns the timer off: saves then follow SaveEvery only.
+func SaveInterval(d time.Duration) CheckpointFileOption {
+	return func(c *config.CheckpointFile) { c.Interval = d }
+}
+
+// SaveTimeout bounds how long Stop (and a watch ending otherwise) waits
+// for the last save (default 10 s): a save still running then goes on in
+// the background, and Stop returns. d <= 0 keeps the default.
+func SaveTimeout(d time.Duration) CheckpointFileOption {
+	return func(c *config.CheckpointFile) {
+		if d > 0 {
+			c.Timeout = d
+		}
+	}
+}
+
+// WithCheckpointFile makes the watcher durable: it starts from the
+// checkpoint in the file at path, and keeps that file up to date.
+//
+// At Start the file is read in full and checked: its format version, its
+// trailer and checksum, its bucket (the one watched and the schema's), and
+// its kinds (names, key templates, codecs and the shape of their value
+// types must be the watcher's). A valid file is resumed from as Resume
+// does, and Resume's own checks still apply (Stats().Resume is "delta" or
+// "relist"). A file that is corrupt, cut short, foreign (another bucket,
+// another schema's kinds, another format version) or unreadable is never
+// trusted: it is logged at warn, passed to OnError as a
+// *CheckpointFileError (to OnError, before any event), and
+// ignored: the watcher reads the whole state. A missing file is no error
+// (the first start). When Resume is also given, its checkpoint is used
+// and the file is not read, only written. Temporary files a crash left
+// next to path are removed at Start.
+//
+// The file is saved once the watcher is synced, then whenever SaveEvery's
+// count of changes or SaveInterval's time is reached, whichever first,
+// and when the watch ends (Stop, the context, a terminal error): never
+// before the watcher is synced, never while SetScopes brings scopes in,
+// never when the file already holds the watcher's revision, filters and
+// stream. A save takes Watcher.Checkpoint on the watcher's saver goroutine
+// (the event goroutine waits only while the entries are listed under the
+// read lock), then encodes and writes on another goroutine: one save at a
+// time, a save falling due while one runs waits for it. A save holds a
+// copy of the entries (Watcher.Checkpoint's) until it is written.
+//
+// Each save is atomic: it writes a temporary file in path's directory,
+// fsyncs it, renames it over path and fsyncs the directory, so path always
+// holds one whole checkpoint, the previous one when a save fails. The
+// directory must exist; the file is created with mode 0600. A failed save
+// is logged at warn and shown by CheckpointFileStats; the watch goes on,
+// and the next save is due after SaveEvery or SaveInterval again.
+//
+// Stop waits for the last save up to SaveTimeout (10 s by default); a
+// save still running after that is left to finish in the background (a
+// disk that never answers keeps its goroutine). One watcher per path: two
+// watchers saving to one path each leave a whole checkpoint, but either
+// one.
+func WithCheckpointFile(path string, opts ...CheckpointFileOption) Option {
+	return func(c *config.Watch) {
+		f := &config.CheckpointFile{Path: path, Every: defaultSaveEvery, Interval: defaultSaveInterval, Timeout: defaultSaveTimeout}
+		for _, o := range opts {
+			if o != nil {
+				o(f)
+			}
+		}
+		c.CheckpointFile = f
 	}
 }

@@ -1,5 +1,53 @@
 package kvwatch
 
+import "time"
+
+// CheckpointFileStats describes a watcher's checkpoint file
+// (Watcher.CheckpointFileStats).
+type CheckpointFileStats struct {
+	// Path is the file; "" when the watcher has none.
+	Path string
+	// Loaded is set when the watcher started from the file (Stats().Resume
+	// says whether by delta or by re-list). LoadError is why it did not,
+	// when the file was there (a *CheckpointFileError).
+	Loaded    bool
+	LoadError error
+	// Saves and Failures count the saves that succeeded and failed.
+	Saves, Failures uint64
+	// LastSave is when the last successful save ended; LastRevision is
+	// its checkpoint's revision, LastSize the file's size in bytes and
+	// LastDuration how long encoding and writing took.
+	LastSave     time.Time
+	LastRevision uint64
+	LastSize     int64
+	LastDuration time.Duration
+	// LastError is the last failed save (a *CheckpointFileError), nil
+	// once a save succeeded after it.
+	LastError error
+}
+
+// MirrorStats is what a watcher knows of its bucket's stream when it is a
+// mirror (Stats.Mirror): an edge server's copy of a hub's bucket.
+type MirrorStats struct {
+	// Origin is the stream mirrored, e.g. "KV_network", and External
+	// the API prefix it is reached by across domains, e.g. "$JS.hub.API"
+	// ("" in the same domain).
+	Origin, External string
+	// SinceHeard is how long the mirror has not heard from its origin, as
+	// far as the watcher knows: the server's Mirror.Active at the last
+	// check that reported one, plus the time since. During an outage the
+	// server reports Active as -1 (not heard since its link to the origin
+	// was set up again) or a growing one, and Lag stays 0 (the mirror does
+	// not know what it misses): SinceHeard grows a second a second.
+	SinceHeard time.Duration
+	// Lag is the server's count of messages the mirror is behind.
+	Lag uint64
+	// Stale is set while SinceHeard is above WithMirrorStaleAfter.
+	Stale bool
+	// CheckedAt is when the stream was last asked.
+	CheckedAt time.Time
+}
+
 // Stats is a point-in-time snapshot of a watcher's counters.
 type Stats struct {
 	// Bucket is the name of the bucket watched, as Watcher.Bucket returns
@@ -36,7 +84,7 @@ type Stats struct {
 	// changes (and OnSynced or OnError calls) any set of handlers (the
 	// watcher's own, a registration's, an Events loop) has queued and not
 	// run yet. The caches hold every change up to LastRevision; once
-	// Queued is 0 as well, every handler has run them. Above 1,000 the
+	// Queued is 0 as well, every handler has run them. Above 256 the
 	// watcher stops reading from the server until the handlers catch up
 	// (backpressure), unless a caller waits for it (WaitSynced,
 	// WaitRevision, SetScopes).
@@ -76,42 +124,4 @@ type KindStats struct {
 	Puts, Deletes, Purges, DataErrors uint64
 	// Cached is the number of entries in the kind's cache.
 	Cached int
-}
-
-// Stats returns the watcher's counters. It is safe to call from any
-// goroutine, including handlers.
-func (w *Watcher) Stats() Stats {
-	s := Stats{
-		Bucket:         w.bucket,
-		Kinds:          make(map[string]KindStats, len(w.bindings)),
-		UnknownKeys:    w.stats.unknownKeys.Load(),
-		HandlerPanics:  w.stats.handlerPanics.Load(),
-		ConsumerResets: w.stats.consumerResets.Load(),
-		StreamWentBack: w.stats.wentBack.Load(),
-		Pending:        w.stats.pending.Load(),
-		Received:       w.stats.received.Load(),
-		Synced:         w.isSynced(),
-		Filters:        len(w.currentFilters()),
-		Consumer:       w.consumer.current(),
-		Mirror:         w.mirror.snapshot(),
-	}
-	w.state.mu.RLock()
-	s.LastRevision = w.state.revision
-	for _, b := range w.bindings {
-		c := b.counters()
-		k := KindStats{Puts: c.puts.Load(), Deletes: c.deletes.Load(), Purges: c.purges.Load(),
-			DataErrors: c.dataErrors.Load(), Cached: b.lenLocked()}
-		s.Kinds[b.kindName()] = k
-		s.Puts += k.Puts
-		s.Deletes += k.Deletes
-		s.Purges += k.Purges
-		s.DataErrors += k.DataErrors
-	}
-	w.state.mu.RUnlock()
-	// After LastRevision: every change up to it was queued by then.
-	s.Queued = w.queuedMost()
-	w.mu.Lock()
-	s.InitialState, s.Resume = w.statePath, w.resumePath
-	w.mu.Unlock()
-	return s
 }

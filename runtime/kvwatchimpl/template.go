@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+
 	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 )
 
@@ -119,7 +121,7 @@ func (t *Template) split(key string, params []string, explain bool) error {
 		if !explain {
 			return errNoMatch
 		}
-		return &KeyMismatchError{Key: key, Template: t.raw, Reason: reason()}
+		return &kvwatch.KeyMismatchError{Key: key, Template: t.raw, Reason: reason()}
 	}
 	rest, more := key, true
 	for i, tok := range t.tokens {
@@ -147,16 +149,4 @@ func (t *Template) split(key string, params []string, explain bool) error {
 		return fail(func() string { return fmt.Sprintf("has more than %d tokens", len(t.tokens)) })
 	}
 	return nil
-}
-
-// KeyMismatchError says why a key does not match a key template. Users
-// know it as kvwatch.KeyMismatchError.
-type KeyMismatchError struct {
-	Key      string // the key as given
-	Template string // the template it was matched against
-	Reason   string // what differs
-}
-
-func (e *KeyMismatchError) Error() string {
-	return fmt.Sprintf("key %q does not match template %q: %s", e.Key, e.Template, e.Reason)
 }

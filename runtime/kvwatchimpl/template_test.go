@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 func TestTemplateSplit(t *testing.T) {
@@ -25,7 +27,7 @@ func TestTemplateSplit(t *testing.T) {
 		"vpc.a.route.ünicode": "outside the key charset",
 	} {
 		err := tm.Split(key, p[:])
-		var km *KeyMismatchError
+		var km *kvwatch.KeyMismatchError
 		if !errors.As(err, &km) || !strings.Contains(err.Error(), reason) {
 			t.Errorf("Split(%q) = %v, want a *KeyMismatchError saying %q", key, err, reason)
 		}

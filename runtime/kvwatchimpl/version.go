@@ -27,20 +27,22 @@ type GeneratedCodeTooOld_Regenerate uint
 // generator).
 type RuntimeTooOld_UpgradeModule uint
 
-// Versions: 2 added the JSON codec's fast path (JSON.Fast, JSONReader),
-// which generated code of version 2 fills in. 3 moved what only generated
-// code uses from kvwatch to this package; code of version 2 still builds,
-// on the aliases kvwatch keeps for it (compat.go there), and runs. 4
-// compiles each key template once, into the Kind (Kind.Key), and reads and
-// writes checkpoints by kind (kvwatch.EntriesOf, kvwatch.WithEntries);
-// code of versions 2 and 3 still builds and runs.
+// Versions: 2 added the JSON codec's fast path (JSON.Fast, JSONReader). 3
+// moved what only generated code uses from kvwatch to this package. 4
+// compiled each key template once, into the Kind (Kind.Key), and read and
+// wrote checkpoints by kind (EntriesOf, WithEntries). 5 split the runtime
+// by audience before the first release: kvwatch holds what a user of a
+// watcher names (the watcher, cache and registration as interfaces), the
+// new kvclient what a user of a typed client names, and this package the
+// engine and everything else generated code calls; nothing released
+// depends on versions 2 to 4, so this runtime builds only version 5.
 const (
 	// GenVersion is the version of generated code this runtime was
 	// released with; the generator writes it into generated files (both
 	// read internal/version).
 	GenVersion = version.Gen
 	// MinVersion is the oldest generated code this runtime supports.
-	MinVersion = 2
+	MinVersion = 5
 	// MaxVersion is the newest generated code this runtime supports.
 	MaxVersion = GenVersion
 )

@@ -5,7 +5,7 @@
 //
 // A Collector reads the watchers it was given at scrape time, one
 // w.Stats() call each, and keeps no state of its own between scrapes:
-// no goroutine, no cache. Generated watchers embed *kvwatch.Watcher; add
+// no goroutine, no cache. Generated watchers embed kvwatch.Watcher; add
 // that:
 //
 //	c := kvwatchprom.NewCollector()
@@ -68,8 +68,8 @@ func WithConstLabels(labels prometheus.Labels) Option {
 // zero value is not usable; call NewCollector.
 type Collector struct {
 	mu       sync.Mutex
-	watchers map[*kvwatch.Watcher]labels
-	names    map[labels]*kvwatch.Watcher
+	watchers map[kvwatch.Watcher]labels
+	names    map[labels]kvwatch.Watcher
 	d        descs
 }
 
@@ -83,21 +83,21 @@ func NewCollector(opts ...Option) *Collector {
 		o(&cfg)
 	}
 	return &Collector{
-		watchers: map[*kvwatch.Watcher]labels{},
-		names:    map[labels]*kvwatch.Watcher{},
+		watchers: map[kvwatch.Watcher]labels{},
+		names:    map[labels]kvwatch.Watcher{},
 		d:        newDescs(cfg.constLabels),
 	}
 }
 
 // Add adds w to the watchers reported, under the labels bucket (its
 // bucket, kvwatch.Stats.Bucket) and watcher=name (e.g. the component that
-// runs it). For a generated watcher, pass its embedded *kvwatch.Watcher:
+// runs it). For a generated watcher, pass its embedded kvwatch.Watcher:
 // c.Add(w.Watcher, "routing"). Add returns an error, and adds nothing,
 // when w is nil, name is empty or not UTF-8, w was added already (under
 // any name; wraps ErrDuplicate), or another watcher of the same bucket
 // was added under name (wraps ErrDuplicate): their metrics would be
 // indistinguishable.
-func (c *Collector) Add(w *kvwatch.Watcher, name string) error {
+func (c *Collector) Add(w kvwatch.Watcher, name string) error {
 	if w == nil {
 		return errors.New("kvwatchprom: Add of a nil watcher")
 	}
@@ -121,7 +121,7 @@ func (c *Collector) Add(w *kvwatch.Watcher, name string) error {
 // Remove removes w from the watchers reported, and reports whether it was
 // there. Its series are gone from the next scrape on; its name is free
 // for another watcher of the bucket.
-func (c *Collector) Remove(w *kvwatch.Watcher) bool {
+func (c *Collector) Remove(w kvwatch.Watcher) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, ok := c.watchers[w]
@@ -147,7 +147,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // (Stats.Mirror set).
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	type added struct {
-		w *kvwatch.Watcher
+		w kvwatch.Watcher
 		l labels
 	}
 	c.mu.Lock()

@@ -21,7 +21,7 @@ import (
 )
 
 // A node registers one Collector and adds its generated watchers to it by
-// their embedded *kvwatch.Watcher, each under the name of the component
+// their embedded kvwatch.Watcher, each under the name of the component
 // that runs it; promhttp serves the registry. Here an httptest server
 // stands in for the node's metrics listener (http.Handle("/metrics",
 // ...) in a real program), scraped once.

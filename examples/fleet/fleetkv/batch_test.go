@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
@@ -111,7 +112,7 @@ func TestBatchAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := fleetkv.RouteKey{VPC: "a", RouteID: "r1"}
-	if _, err := b.Batch().PutRoute(key, fleetkv.Route{}).Commit(ctx); !errors.Is(err, kvwatch.ErrBatchDisabled) {
+	if _, err := b.Batch().PutRoute(key, fleetkv.Route{}).Commit(ctx); !errors.Is(err, kvclient.ErrBatchDisabled) {
 		t.Errorf("Commit on a stream without batches = %v, want ErrBatchDisabled", err)
 	}
 	allowBatches(t, js)
@@ -135,7 +136,7 @@ func TestBatchAllOrNothing(t *testing.T) {
 	if _, err := b.Batch().PutRoute(fleetkv.RouteKey{VPC: "a.b", RouteID: "x"}, fleetkv.Route{}).Commit(ctx); err == nil {
 		t.Error("Commit of a batch with a bad key succeeded")
 	}
-	if _, err := fleetkv.NewNetworkBucket(kv).Batch().PutRoute(key, fleetkv.Route{}).Commit(ctx); !errors.Is(err, kvwatch.ErrNoJetStream) {
+	if _, err := fleetkv.NewNetworkBucket(kv).Batch().PutRoute(key, fleetkv.Route{}).Commit(ctx); !errors.Is(err, kvclient.ErrNoJetStream) {
 		t.Errorf("Commit without js = %v, want ErrNoJetStream", err)
 	}
 }

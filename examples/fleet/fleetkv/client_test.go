@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
@@ -114,7 +116,7 @@ func TestClientHistoryAndPurge(t *testing.T) {
 	}
 }
 
-func describe(h []kvwatch.HistoryEntry[fleetkv.VPCConfig]) []string {
+func describe(h []kvclient.HistoryEntry[fleetkv.VPCConfig]) []string {
 	var out []string
 	for _, e := range h {
 		out = append(out, e.Op.String()+" "+e.Value.Name)
@@ -181,7 +183,7 @@ func TestClientListAndKeys(t *testing.T) {
 	if n := consumers(t, js); n != 0 {
 		t.Errorf("the reads left %d consumers", n)
 	}
-	if _, _, err := fleetkv.NewNetworkBucket(b.KeyValue()).ListRoute(ctx, fleetkv.NetworkScopes{All: true}); !errors.Is(err, kvwatch.ErrNoJetStream) {
+	if _, _, err := fleetkv.NewNetworkBucket(b.KeyValue()).ListRoute(ctx, fleetkv.NetworkScopes{All: true}); !errors.Is(err, kvclient.ErrNoJetStream) {
 		t.Errorf("ListRoute on a bucket without js = %v, want ErrNoJetStream", err)
 	}
 }
@@ -215,7 +217,7 @@ func TestClientModifyLosesNoUpdate(t *testing.T) {
 					r.Metric++
 					r.Tags = append(r.Tags, "x")
 					return nil
-				}, kvwatch.CreateIfAbsent(), kvwatch.MaxAttempts(1000))
+				}, kvclient.CreateIfAbsent(), kvclient.MaxAttempts(1000))
 				if err != nil {
 					errs <- err
 				}
@@ -241,7 +243,7 @@ func TestClientModifyLosesNoUpdate(t *testing.T) {
 	if _, err := b.ModifyRoute(ctx, missing, func(*fleetkv.Route) error { return nil }); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("ModifyRoute of a missing key = %v, want ErrKeyNotFound", err)
 	}
-	rev, err := b.ModifyRoute(ctx, key, func(*fleetkv.Route) error { return kvwatch.ErrUnchanged })
+	rev, err := b.ModifyRoute(ctx, key, func(*fleetkv.Route) error { return kvclient.ErrUnchanged })
 	if err != nil || rev != got.Revision {
 		t.Errorf("ModifyRoute returning ErrUnchanged = %d, %v; want %d, nil", rev, err, got.Revision)
 	}
@@ -254,8 +256,8 @@ func TestClientModifyLosesNoUpdate(t *testing.T) {
 	_, err = b.ModifyRoute(ctx, key, func(r *fleetkv.Route) error {
 		b.PutRoute(ctx, key, fleetkv.Route{Metric: -1}) // another writer, between read and write
 		return nil
-	}, kvwatch.MaxAttempts(2))
-	if !errors.Is(err, kvwatch.ErrConflicts) || !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	}, kvclient.MaxAttempts(2))
+	if !errors.Is(err, kvclient.ErrConflicts) || !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		t.Errorf("ModifyRoute always conflicting = %v, want ErrConflicts and ErrKeyRevisionMismatch", err)
 	}
 }

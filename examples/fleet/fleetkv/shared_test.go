@@ -143,7 +143,7 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 		onRoute(ev)
 		once.Do(func() { close(first); <-hold }) // the initial state stops after one event
 	}
-	var fromHandler *kvwatch.Registration
+	var fromHandler kvwatch.Registration
 	var inner eventLog
 	var w *fleetkv.NetworkWatcher
 	ready := make(chan struct{})

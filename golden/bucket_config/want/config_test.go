@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
@@ -59,19 +61,19 @@ func TestCreateOrUpdateDeclaredConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := streamConfig(t, js, "sessions"); c.Storage != jetstream.MemoryStorage || c.MaxAge != 500*time.Millisecond ||
-		c.MaxMsgsPerSubject != 1 || c.MaxConsumers != kvwatch.DefaultMaxConsumers {
+		c.MaxMsgsPerSubject != 1 || c.MaxConsumers != kvwatchimpl.DefaultMaxConsumers {
 		t.Errorf("sessions: stream config %+v is not the schema's", c)
 	}
 
 	for _, b := range []struct {
 		name   string
-		create func(context.Context, jetstream.JetStream, ...kvwatch.BucketOption) error
+		create func(context.Context, jetstream.JetStream, ...kvclient.BucketOption) error
 	}{
-		{"empty", func(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) error {
+		{"empty", func(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) error {
 			_, err := CreateOrUpdateEmptyBucket(ctx, js, opts...)
 			return err
 		}},
-		{"plain", func(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) error {
+		{"plain", func(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) error {
 			_, err := CreateOrUpdatePlainBucket(ctx, js, opts...)
 			return err
 		}},
@@ -81,7 +83,7 @@ func TestCreateOrUpdateDeclaredConfig(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if c := streamConfig(t, js, name); c.MaxMsgsPerSubject != 1 || c.Storage != jetstream.FileStorage ||
-			c.MaxConsumers != kvwatch.DefaultMaxConsumers || c.MaxAge != 0 {
+			c.MaxConsumers != kvwatchimpl.DefaultMaxConsumers || c.MaxAge != 0 {
 			t.Errorf("%s: stream config %+v: want the defaults", name, c)
 		}
 	}
@@ -94,8 +96,8 @@ func TestCreateOrUpdateRefusesStorageChange(t *testing.T) {
 	kvwatchtest.Bucket(t, js, "sessions")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := CreateOrUpdateSessionsBucket(ctx, js, kvwatch.AllowDataLoss())
-	var ce *kvwatch.BucketConfigError
+	_, err := CreateOrUpdateSessionsBucket(ctx, js, kvclient.AllowDataLoss())
+	var ce *kvclient.BucketConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a *kvwatch.BucketConfigError", err)
 	}

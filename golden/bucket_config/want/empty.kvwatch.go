@@ -4,6 +4,7 @@ package bucketconfig
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type EmptyScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s EmptyScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s EmptyScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,16 +104,17 @@ type EmptyHandlers struct {
 
 // EmptyWatcher watches bucket empty within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type EmptyWatcher struct {
-	*kvwatch.Watcher
-	bindItem *kvwatch.Binding[ItemKey, string]
+	kvwatch.Watcher
+	impl     *kvwatchimpl.Watcher
+	bindItem *kvwatchimpl.Binding[ItemKey, string]
 }
 
 // ItemCache returns the read-only cache of the Item entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *EmptyWatcher) ItemCache() *kvwatch.Cache[ItemKey, string] {
+func (w *EmptyWatcher) ItemCache() kvwatch.Cache[ItemKey, string] {
 	return w.bindItem.Cache()
 }
 
@@ -122,14 +124,15 @@ func (w *EmptyWatcher) ItemCache() *kvwatch.Cache[ItemKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchEmpty(ctx context.Context, js jetstream.JetStream, scopes EmptyScopes, h EmptyHandlers, opts ...kvwatch.Option) (*EmptyWatcher, error) {
-	bindItem := kvwatch.Bind(&kvwEmptyItemKind, h.OnItem)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwEmptySpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindItem}, opts...)
+	bindItem := kvwatchimpl.Bind(&kvwEmptyItemKind, h.OnItem)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwEmptySpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &EmptyWatcher{
 		Watcher:  w,
+		impl:     w,
 		bindItem: bindItem,
 	}, nil
 }
@@ -137,11 +140,11 @@ func WatchEmpty(ctx context.Context, js jetstream.JetStream, scopes EmptyScopes,
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *EmptyWatcher) SetScopes(ctx context.Context, scopes EmptyScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -151,11 +154,16 @@ func (w *EmptyWatcher) SetScopes(ctx context.Context, scopes EmptyScopes) error 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *EmptyWatcher) AddHandlers(h EmptyHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindItem, h.OnItem),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *EmptyWatcher) AddHandlers(h EmptyHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindItem, h.OnItem),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -164,10 +172,9 @@ func (w *EmptyWatcher) AddHandlers(h EmptyHandlers) (*kvwatch.Registration, erro
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *EmptyWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindItem)
+	return w.impl.Events(ctx, w.bindItem)
 }
 
 // EmptyCheckpoint is the state of an EmptyWatcher at one revision: every
@@ -189,7 +196,7 @@ type EmptyCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *EmptyWatcher) Checkpoint() (EmptyCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return EmptyCheckpoint{}, err
 	}
@@ -197,22 +204,22 @@ func (w *EmptyWatcher) Checkpoint() (EmptyCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Item:          kvwatch.EntriesOf(cp, &kvwEmptyItemKind),
+		Item:          kvwatchimpl.EntriesOf(cp, &kvwEmptyItemKind),
 	}, nil
 }
 
 // Resume is the option that starts an EmptyWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp EmptyCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwEmptyItemKind, cp.Item)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwEmptyItemKind, cp.Item)
+	return kvwatchimpl.Resume(state)
 }
 
 // EmptyBucket reads and writes entries of bucket empty with typed keys and
@@ -224,11 +231,12 @@ type EmptyBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenEmptyBucket opens bucket empty, or the bucket kvwatch.WithBucket among
-// opts names (empty-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenEmptyBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*EmptyBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwEmptySpec, opts...)
+// OpenEmptyBucket opens bucket empty, or the bucket kvclient.WithBucketName
+// among opts names (empty-staging; an edge server's mirror, whose writes go
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenEmptyBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*EmptyBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwEmptySpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +249,7 @@ func OpenEmptyBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatc
 // NewEmptyBucket wraps kv: bucket empty, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenEmptyBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenEmptyBucket for them.
 func NewEmptyBucket(kv jetstream.KeyValue) *EmptyBucket {
 	return &EmptyBucket{kv: kv}
 }
@@ -253,7 +261,7 @@ func (b *EmptyBucket) KeyValue() jetstream.KeyValue {
 
 // PutItem stores v under key and returns the new revision.
 func (b *EmptyBucket) PutItem(ctx context.Context, key ItemKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwEmptyItemKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwEmptyItemKind, key, v)
 }
 
 // CreateItem stores v under key only if key does not exist or was deleted,
@@ -261,7 +269,7 @@ func (b *EmptyBucket) PutItem(ctx context.Context, key ItemKey, v string) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *EmptyBucket) CreateItem(ctx context.Context, key ItemKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwEmptyItemKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwEmptyItemKind, key, v, opts...)
 }
 
 // UpdateItem stores v under key only if key is still at revision
@@ -269,82 +277,83 @@ func (b *EmptyBucket) CreateItem(ctx context.Context, key ItemKey, v string, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyItem retries such conflicts
 // for you.
 func (b *EmptyBucket) UpdateItem(ctx context.Context, key ItemKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwEmptyItemKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwEmptyItemKind, key, v, revision)
 }
 
 // ModifyItem reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *EmptyBucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwEmptyItemKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *EmptyBucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwEmptyItemKind, key, fn, opts...)
 }
 
 // GetItem reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *EmptyBucket) GetItem(ctx context.Context, key ItemKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwEmptyItemKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwEmptyItemKind, key)
 }
 
 // GetItemRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *EmptyBucket) GetItemRevision(ctx context.Context, key ItemKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwEmptyItemKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwEmptyItemKind, key, revision)
 }
 
 // DeleteItem deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *EmptyBucket) DeleteItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwEmptyItemKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwEmptyItemKind, key, opts...)
 }
 
 // PurgeItem deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *EmptyBucket) PurgeItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwEmptyItemKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwEmptyItemKind, key, opts...)
 }
 
 // ItemHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *EmptyBucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwEmptyItemKind, key)
+func (b *EmptyBucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwEmptyItemKind, key)
 }
 
 // ListItem reads the Item entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *EmptyBucket) ListItem(ctx context.Context, scopes EmptyScopes) ([]kvwatch.Entry[ItemKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwEmptySpec, &kvwEmptyItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwEmptySpec, &kvwEmptyItemKind, scopes.KVWatchScopes())
 }
 
 // ItemKeys reads the keys of the Item entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *EmptyBucket) ItemKeys(ctx context.Context, scopes EmptyScopes) ([]ItemKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwEmptySpec, &kvwEmptyItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwEmptySpec, &kvwEmptyItemKind, scopes.KVWatchScopes())
 }
 
 // EmptyBatch collects writes to bucket empty that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type EmptyBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see EmptyBatch).
 func (b *EmptyBucket) Batch() *EmptyBatch {
-	return &EmptyBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &EmptyBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutItem adds a put of v under key.
 func (t *EmptyBatch) PutItem(key ItemKey, v string) *EmptyBatch {
-	kvwatch.BatchPut(t.b, &kvwEmptyItemKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwEmptyItemKind, key, v)
 	return t
 }
 
@@ -352,26 +361,26 @@ func (t *EmptyBatch) PutItem(key ItemKey, v string) *EmptyBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *EmptyBatch) UpdateItem(key ItemKey, v string, revision uint64) *EmptyBatch {
-	kvwatch.BatchUpdate(t.b, &kvwEmptyItemKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwEmptyItemKind, key, v, revision)
 	return t
 }
 
 // DeleteItem adds a delete of key.
 func (t *EmptyBatch) DeleteItem(key ItemKey) *EmptyBatch {
-	kvwatch.BatchDelete(t.b, &kvwEmptyItemKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwEmptyItemKind, key, false)
 	return t
 }
 
 // PurgeItem adds a purge of key (its history too).
 func (t *EmptyBatch) PurgeItem(key ItemKey) *EmptyBatch {
-	kvwatch.BatchDelete(t.b, &kvwEmptyItemKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwEmptyItemKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewEmptyBucket rather than OpenEmptyBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewEmptyBucket rather than OpenEmptyBucket.
 func (t *EmptyBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -381,18 +390,18 @@ func (t *EmptyBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateEmptyBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*EmptyBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwEmptySpec, opts...)
+func CreateOrUpdateEmptyBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*EmptyBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwEmptySpec, opts...)
 	if err != nil {
 		return nil, err
 	}

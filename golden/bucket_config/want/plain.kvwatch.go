@@ -4,6 +4,7 @@ package bucketconfig
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type PlainScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s PlainScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s PlainScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,17 +104,18 @@ type PlainHandlers struct {
 
 // PlainWatcher watches bucket plain within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type PlainWatcher struct {
-	*kvwatch.Watcher
-	bindThing *kvwatch.Binding[ThingKey, string]
+	kvwatch.Watcher
+	impl      *kvwatchimpl.Watcher
+	bindThing *kvwatchimpl.Binding[ThingKey, string]
 }
 
 // ThingCache returns the read-only cache of the Thing entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *PlainWatcher) ThingCache() *kvwatch.Cache[ThingKey, string] {
+func (w *PlainWatcher) ThingCache() kvwatch.Cache[ThingKey, string] {
 	return w.bindThing.Cache()
 }
 
@@ -123,14 +125,15 @@ func (w *PlainWatcher) ThingCache() *kvwatch.Cache[ThingKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchPlain(ctx context.Context, js jetstream.JetStream, scopes PlainScopes, h PlainHandlers, opts ...kvwatch.Option) (*PlainWatcher, error) {
-	bindThing := kvwatch.Bind(&kvwPlainThingKind, h.OnThing)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwPlainSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindThing}, opts...)
+	bindThing := kvwatchimpl.Bind(&kvwPlainThingKind, h.OnThing)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwPlainSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindThing}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &PlainWatcher{
 		Watcher:   w,
+		impl:      w,
 		bindThing: bindThing,
 	}, nil
 }
@@ -138,11 +141,11 @@ func WatchPlain(ctx context.Context, js jetstream.JetStream, scopes PlainScopes,
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *PlainWatcher) SetScopes(ctx context.Context, scopes PlainScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -152,11 +155,16 @@ func (w *PlainWatcher) SetScopes(ctx context.Context, scopes PlainScopes) error 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *PlainWatcher) AddHandlers(h PlainHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindThing, h.OnThing),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *PlainWatcher) AddHandlers(h PlainHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindThing, h.OnThing),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -165,10 +173,9 @@ func (w *PlainWatcher) AddHandlers(h PlainHandlers) (*kvwatch.Registration, erro
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *PlainWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindThing)
+	return w.impl.Events(ctx, w.bindThing)
 }
 
 // PlainCheckpoint is the state of a PlainWatcher at one revision: every
@@ -190,7 +197,7 @@ type PlainCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *PlainWatcher) Checkpoint() (PlainCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return PlainCheckpoint{}, err
 	}
@@ -198,22 +205,22 @@ func (w *PlainWatcher) Checkpoint() (PlainCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Thing:         kvwatch.EntriesOf(cp, &kvwPlainThingKind),
+		Thing:         kvwatchimpl.EntriesOf(cp, &kvwPlainThingKind),
 	}, nil
 }
 
 // Resume is the option that starts a PlainWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp PlainCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwPlainThingKind, cp.Thing)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwPlainThingKind, cp.Thing)
+	return kvwatchimpl.Resume(state)
 }
 
 // PlainBucket reads and writes entries of bucket plain with typed keys and
@@ -225,11 +232,12 @@ type PlainBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenPlainBucket opens bucket plain, or the bucket kvwatch.WithBucket among
-// opts names (plain-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenPlainBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*PlainBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwPlainSpec, opts...)
+// OpenPlainBucket opens bucket plain, or the bucket kvclient.WithBucketName
+// among opts names (plain-staging; an edge server's mirror, whose writes go
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenPlainBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*PlainBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwPlainSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +250,7 @@ func OpenPlainBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatc
 // NewPlainBucket wraps kv: bucket plain, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenPlainBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenPlainBucket for them.
 func NewPlainBucket(kv jetstream.KeyValue) *PlainBucket {
 	return &PlainBucket{kv: kv}
 }
@@ -254,7 +262,7 @@ func (b *PlainBucket) KeyValue() jetstream.KeyValue {
 
 // PutThing stores v under key and returns the new revision.
 func (b *PlainBucket) PutThing(ctx context.Context, key ThingKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwPlainThingKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwPlainThingKind, key, v)
 }
 
 // CreateThing stores v under key only if key does not exist or was deleted,
@@ -262,7 +270,7 @@ func (b *PlainBucket) PutThing(ctx context.Context, key ThingKey, v string) (uin
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *PlainBucket) CreateThing(ctx context.Context, key ThingKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwPlainThingKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwPlainThingKind, key, v, opts...)
 }
 
 // UpdateThing stores v under key only if key is still at revision
@@ -270,83 +278,84 @@ func (b *PlainBucket) CreateThing(ctx context.Context, key ThingKey, v string, o
 // matches jetstream.ErrKeyRevisionMismatch. ModifyThing retries such
 // conflicts for you.
 func (b *PlainBucket) UpdateThing(ctx context.Context, key ThingKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwPlainThingKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwPlainThingKind, key, v, revision)
 }
 
 // ModifyThing reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *PlainBucket) ModifyThing(ctx context.Context, key ThingKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwPlainThingKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *PlainBucket) ModifyThing(ctx context.Context, key ThingKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwPlainThingKind, key, fn, opts...)
 }
 
 // GetThing reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *PlainBucket) GetThing(ctx context.Context, key ThingKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwPlainThingKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwPlainThingKind, key)
 }
 
 // GetThingRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *PlainBucket) GetThingRevision(ctx context.Context, key ThingKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwPlainThingKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwPlainThingKind, key, revision)
 }
 
 // DeleteThing deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *PlainBucket) DeleteThing(ctx context.Context, key ThingKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwPlainThingKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwPlainThingKind, key, opts...)
 }
 
 // PurgeThing deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *PlainBucket) PurgeThing(ctx context.Context, key ThingKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwPlainThingKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwPlainThingKind, key, opts...)
 }
 
 // ThingHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *PlainBucket) ThingHistory(ctx context.Context, key ThingKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwPlainThingKind, key)
+func (b *PlainBucket) ThingHistory(ctx context.Context, key ThingKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwPlainThingKind, key)
 }
 
 // ListThing reads the Thing entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *PlainBucket) ListThing(ctx context.Context, scopes PlainScopes) ([]kvwatch.Entry[ThingKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwPlainSpec, &kvwPlainThingKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwPlainSpec, &kvwPlainThingKind, scopes.KVWatchScopes())
 }
 
 // ThingKeys reads the keys of the Thing entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *PlainBucket) ThingKeys(ctx context.Context, scopes PlainScopes) ([]ThingKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwPlainSpec, &kvwPlainThingKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwPlainSpec, &kvwPlainThingKind, scopes.KVWatchScopes())
 }
 
 // PlainBatch collects writes to bucket plain that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type PlainBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see PlainBatch).
 func (b *PlainBucket) Batch() *PlainBatch {
-	return &PlainBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &PlainBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutThing adds a put of v under key.
 func (t *PlainBatch) PutThing(key ThingKey, v string) *PlainBatch {
-	kvwatch.BatchPut(t.b, &kvwPlainThingKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwPlainThingKind, key, v)
 	return t
 }
 
@@ -354,26 +363,26 @@ func (t *PlainBatch) PutThing(key ThingKey, v string) *PlainBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *PlainBatch) UpdateThing(key ThingKey, v string, revision uint64) *PlainBatch {
-	kvwatch.BatchUpdate(t.b, &kvwPlainThingKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwPlainThingKind, key, v, revision)
 	return t
 }
 
 // DeleteThing adds a delete of key.
 func (t *PlainBatch) DeleteThing(key ThingKey) *PlainBatch {
-	kvwatch.BatchDelete(t.b, &kvwPlainThingKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwPlainThingKind, key, false)
 	return t
 }
 
 // PurgeThing adds a purge of key (its history too).
 func (t *PlainBatch) PurgeThing(key ThingKey) *PlainBatch {
-	kvwatch.BatchDelete(t.b, &kvwPlainThingKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwPlainThingKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewPlainBucket rather than OpenPlainBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewPlainBucket rather than OpenPlainBucket.
 func (t *PlainBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -383,18 +392,18 @@ func (t *PlainBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdatePlainBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*PlainBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwPlainSpec, opts...)
+func CreateOrUpdatePlainBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*PlainBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwPlainSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

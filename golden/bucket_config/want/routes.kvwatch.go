@@ -4,6 +4,7 @@ package bucketconfig
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -84,8 +85,8 @@ type RoutesScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s RoutesScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s RoutesScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -114,17 +115,18 @@ type RoutesHandlers struct {
 
 // RoutesWatcher watches bucket routes within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type RoutesWatcher struct {
-	*kvwatch.Watcher
-	bindRoute *kvwatch.Binding[RouteKey, string]
+	kvwatch.Watcher
+	impl      *kvwatchimpl.Watcher
+	bindRoute *kvwatchimpl.Binding[RouteKey, string]
 }
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *RoutesWatcher) RouteCache() *kvwatch.Cache[RouteKey, string] {
+func (w *RoutesWatcher) RouteCache() kvwatch.Cache[RouteKey, string] {
 	return w.bindRoute.Cache()
 }
 
@@ -134,14 +136,15 @@ func (w *RoutesWatcher) RouteCache() *kvwatch.Cache[RouteKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchRoutes(ctx context.Context, js jetstream.JetStream, scopes RoutesScopes, h RoutesHandlers, opts ...kvwatch.Option) (*RoutesWatcher, error) {
-	bindRoute := kvwatch.Bind(&kvwRoutesRouteKind, h.OnRoute)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwRoutesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindRoute}, opts...)
+	bindRoute := kvwatchimpl.Bind(&kvwRoutesRouteKind, h.OnRoute)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwRoutesSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindRoute}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &RoutesWatcher{
 		Watcher:   w,
+		impl:      w,
 		bindRoute: bindRoute,
 	}, nil
 }
@@ -149,11 +152,11 @@ func WatchRoutes(ctx context.Context, js jetstream.JetStream, scopes RoutesScope
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *RoutesWatcher) SetScopes(ctx context.Context, scopes RoutesScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -163,11 +166,16 @@ func (w *RoutesWatcher) SetScopes(ctx context.Context, scopes RoutesScopes) erro
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *RoutesWatcher) AddHandlers(h RoutesHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindRoute, h.OnRoute),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *RoutesWatcher) AddHandlers(h RoutesHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindRoute, h.OnRoute),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -176,10 +184,9 @@ func (w *RoutesWatcher) AddHandlers(h RoutesHandlers) (*kvwatch.Registration, er
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *RoutesWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindRoute)
+	return w.impl.Events(ctx, w.bindRoute)
 }
 
 // RoutesCheckpoint is the state of a RoutesWatcher at one revision: every
@@ -201,7 +208,7 @@ type RoutesCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *RoutesWatcher) Checkpoint() (RoutesCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return RoutesCheckpoint{}, err
 	}
@@ -209,22 +216,22 @@ func (w *RoutesWatcher) Checkpoint() (RoutesCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Route:         kvwatch.EntriesOf(cp, &kvwRoutesRouteKind),
+		Route:         kvwatchimpl.EntriesOf(cp, &kvwRoutesRouteKind),
 	}, nil
 }
 
 // Resume is the option that starts a RoutesWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp RoutesCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwRoutesRouteKind, cp.Route)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwRoutesRouteKind, cp.Route)
+	return kvwatchimpl.Resume(state)
 }
 
 // RoutesBucket reads and writes entries of bucket routes with typed keys and
@@ -236,11 +243,12 @@ type RoutesBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenRoutesBucket opens bucket routes, or the bucket kvwatch.WithBucket
+// OpenRoutesBucket opens bucket routes, or the bucket kvclient.WithBucketName
 // among opts names (routes-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenRoutesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*RoutesBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwRoutesSpec, opts...)
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenRoutesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*RoutesBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwRoutesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +261,7 @@ func OpenRoutesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwat
 // NewRoutesBucket wraps kv: bucket routes, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenRoutesBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenRoutesBucket for them.
 func NewRoutesBucket(kv jetstream.KeyValue) *RoutesBucket {
 	return &RoutesBucket{kv: kv}
 }
@@ -265,7 +273,7 @@ func (b *RoutesBucket) KeyValue() jetstream.KeyValue {
 
 // PutRoute stores v under key and returns the new revision.
 func (b *RoutesBucket) PutRoute(ctx context.Context, key RouteKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwRoutesRouteKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwRoutesRouteKind, key, v)
 }
 
 // CreateRoute stores v under key only if key does not exist or was deleted,
@@ -273,7 +281,7 @@ func (b *RoutesBucket) PutRoute(ctx context.Context, key RouteKey, v string) (ui
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *RoutesBucket) CreateRoute(ctx context.Context, key RouteKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwRoutesRouteKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwRoutesRouteKind, key, v, opts...)
 }
 
 // UpdateRoute stores v under key only if key is still at revision
@@ -281,83 +289,84 @@ func (b *RoutesBucket) CreateRoute(ctx context.Context, key RouteKey, v string, 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyRoute retries such
 // conflicts for you.
 func (b *RoutesBucket) UpdateRoute(ctx context.Context, key RouteKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwRoutesRouteKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwRoutesRouteKind, key, v, revision)
 }
 
 // ModifyRoute reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *RoutesBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwRoutesRouteKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *RoutesBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwRoutesRouteKind, key, fn, opts...)
 }
 
 // GetRoute reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *RoutesBucket) GetRoute(ctx context.Context, key RouteKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwRoutesRouteKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwRoutesRouteKind, key)
 }
 
 // GetRouteRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *RoutesBucket) GetRouteRevision(ctx context.Context, key RouteKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwRoutesRouteKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwRoutesRouteKind, key, revision)
 }
 
 // DeleteRoute deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *RoutesBucket) DeleteRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwRoutesRouteKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwRoutesRouteKind, key, opts...)
 }
 
 // PurgeRoute deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *RoutesBucket) PurgeRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwRoutesRouteKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwRoutesRouteKind, key, opts...)
 }
 
 // RouteHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *RoutesBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwRoutesRouteKind, key)
+func (b *RoutesBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwRoutesRouteKind, key)
 }
 
 // ListRoute reads the Route entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *RoutesBucket) ListRoute(ctx context.Context, scopes RoutesScopes) ([]kvwatch.Entry[RouteKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwRoutesSpec, &kvwRoutesRouteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwRoutesSpec, &kvwRoutesRouteKind, scopes.KVWatchScopes())
 }
 
 // RouteKeys reads the keys of the Route entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *RoutesBucket) RouteKeys(ctx context.Context, scopes RoutesScopes) ([]RouteKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwRoutesSpec, &kvwRoutesRouteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwRoutesSpec, &kvwRoutesRouteKind, scopes.KVWatchScopes())
 }
 
 // RoutesBatch collects writes to bucket routes that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type RoutesBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see RoutesBatch).
 func (b *RoutesBucket) Batch() *RoutesBatch {
-	return &RoutesBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &RoutesBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutRoute adds a put of v under key.
 func (t *RoutesBatch) PutRoute(key RouteKey, v string) *RoutesBatch {
-	kvwatch.BatchPut(t.b, &kvwRoutesRouteKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwRoutesRouteKind, key, v)
 	return t
 }
 
@@ -365,26 +374,26 @@ func (t *RoutesBatch) PutRoute(key RouteKey, v string) *RoutesBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *RoutesBatch) UpdateRoute(key RouteKey, v string, revision uint64) *RoutesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwRoutesRouteKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwRoutesRouteKind, key, v, revision)
 	return t
 }
 
 // DeleteRoute adds a delete of key.
 func (t *RoutesBatch) DeleteRoute(key RouteKey) *RoutesBatch {
-	kvwatch.BatchDelete(t.b, &kvwRoutesRouteKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwRoutesRouteKind, key, false)
 	return t
 }
 
 // PurgeRoute adds a purge of key (its history too).
 func (t *RoutesBatch) PurgeRoute(key RouteKey) *RoutesBatch {
-	kvwatch.BatchDelete(t.b, &kvwRoutesRouteKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwRoutesRouteKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewRoutesBucket rather than OpenRoutesBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewRoutesBucket rather than OpenRoutesBucket.
 func (t *RoutesBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -400,11 +409,11 @@ func (t *RoutesBatch) Commit(ctx context.Context) (uint64, error) {
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateRoutesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*RoutesBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwRoutesSpec, opts...)
+func CreateOrUpdateRoutesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*RoutesBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwRoutesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package bucketconfig
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,8 +84,8 @@ type SessionsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s SessionsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s SessionsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -113,17 +114,18 @@ type SessionsHandlers struct {
 
 // SessionsWatcher watches bucket sessions within a set of scopes, served by
 // at most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type SessionsWatcher struct {
-	*kvwatch.Watcher
-	bindSession *kvwatch.Binding[SessionKey, []byte]
+	kvwatch.Watcher
+	impl        *kvwatchimpl.Watcher
+	bindSession *kvwatchimpl.Binding[SessionKey, []byte]
 }
 
 // SessionCache returns the read-only cache of the Session entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *SessionsWatcher) SessionCache() *kvwatch.Cache[SessionKey, []byte] {
+func (w *SessionsWatcher) SessionCache() kvwatch.Cache[SessionKey, []byte] {
 	return w.bindSession.Cache()
 }
 
@@ -133,14 +135,15 @@ func (w *SessionsWatcher) SessionCache() *kvwatch.Cache[SessionKey, []byte] {
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchSessions(ctx context.Context, js jetstream.JetStream, scopes SessionsScopes, h SessionsHandlers, opts ...kvwatch.Option) (*SessionsWatcher, error) {
-	bindSession := kvwatch.Bind(&kvwSessionsSessionKind, h.OnSession)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwSessionsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindSession}, opts...)
+	bindSession := kvwatchimpl.Bind(&kvwSessionsSessionKind, h.OnSession)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwSessionsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindSession}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &SessionsWatcher{
 		Watcher:     w,
+		impl:        w,
 		bindSession: bindSession,
 	}, nil
 }
@@ -148,11 +151,11 @@ func WatchSessions(ctx context.Context, js jetstream.JetStream, scopes SessionsS
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *SessionsWatcher) SetScopes(ctx context.Context, scopes SessionsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -162,11 +165,16 @@ func (w *SessionsWatcher) SetScopes(ctx context.Context, scopes SessionsScopes) 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *SessionsWatcher) AddHandlers(h SessionsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindSession, h.OnSession),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *SessionsWatcher) AddHandlers(h SessionsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindSession, h.OnSession),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -175,10 +183,9 @@ func (w *SessionsWatcher) AddHandlers(h SessionsHandlers) (*kvwatch.Registration
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *SessionsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindSession)
+	return w.impl.Events(ctx, w.bindSession)
 }
 
 // SessionsCheckpoint is the state of a SessionsWatcher at one revision: every
@@ -200,7 +207,7 @@ type SessionsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *SessionsWatcher) Checkpoint() (SessionsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return SessionsCheckpoint{}, err
 	}
@@ -208,22 +215,22 @@ func (w *SessionsWatcher) Checkpoint() (SessionsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Session:       kvwatch.EntriesOf(cp, &kvwSessionsSessionKind),
+		Session:       kvwatchimpl.EntriesOf(cp, &kvwSessionsSessionKind),
 	}, nil
 }
 
 // Resume is the option that starts a SessionsWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp SessionsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwSessionsSessionKind, cp.Session)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwSessionsSessionKind, cp.Session)
+	return kvwatchimpl.Resume(state)
 }
 
 // SessionsBucket reads and writes entries of bucket sessions with typed keys
@@ -235,11 +242,13 @@ type SessionsBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenSessionsBucket opens bucket sessions, or the bucket kvwatch.WithBucket
-// among opts names (sessions-staging; an edge server's mirror, whose writes
-// go to the hub). Its List, Keys and History methods read through js.
-func OpenSessionsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*SessionsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwSessionsSpec, opts...)
+// OpenSessionsBucket opens bucket sessions, or the bucket
+// kvclient.WithBucketName among opts names (sessions-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenSessionsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*SessionsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwSessionsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +261,7 @@ func OpenSessionsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvw
 // NewSessionsBucket wraps kv: bucket sessions, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenSessionsBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenSessionsBucket for them.
 func NewSessionsBucket(kv jetstream.KeyValue) *SessionsBucket {
 	return &SessionsBucket{kv: kv}
 }
@@ -264,7 +273,7 @@ func (b *SessionsBucket) KeyValue() jetstream.KeyValue {
 
 // PutSession stores v under key and returns the new revision.
 func (b *SessionsBucket) PutSession(ctx context.Context, key SessionKey, v []byte) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwSessionsSessionKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwSessionsSessionKind, key, v)
 }
 
 // CreateSession stores v under key only if key does not exist or was deleted,
@@ -272,7 +281,7 @@ func (b *SessionsBucket) PutSession(ctx context.Context, key SessionKey, v []byt
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *SessionsBucket) CreateSession(ctx context.Context, key SessionKey, v []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwSessionsSessionKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwSessionsSessionKind, key, v, opts...)
 }
 
 // UpdateSession stores v under key only if key is still at revision
@@ -280,84 +289,84 @@ func (b *SessionsBucket) CreateSession(ctx context.Context, key SessionKey, v []
 // matches jetstream.ErrKeyRevisionMismatch. ModifySession retries such
 // conflicts for you.
 func (b *SessionsBucket) UpdateSession(ctx context.Context, key SessionKey, v []byte, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwSessionsSessionKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwSessionsSessionKind, key, v, revision)
 }
 
 // ModifySession reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *SessionsBucket) ModifySession(ctx context.Context, key SessionKey, fn func(*[]byte) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwSessionsSessionKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *SessionsBucket) ModifySession(ctx context.Context, key SessionKey, fn func(*[]byte) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwSessionsSessionKind, key, fn, opts...)
 }
 
 // GetSession reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *SessionsBucket) GetSession(ctx context.Context, key SessionKey) (kvwatch.Item[[]byte], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwSessionsSessionKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwSessionsSessionKind, key)
 }
 
 // GetSessionRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *SessionsBucket) GetSessionRevision(ctx context.Context, key SessionKey, revision uint64) (kvwatch.Item[[]byte], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwSessionsSessionKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwSessionsSessionKind, key, revision)
 }
 
 // DeleteSession deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *SessionsBucket) DeleteSession(ctx context.Context, key SessionKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwSessionsSessionKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwSessionsSessionKind, key, opts...)
 }
 
 // PurgeSession deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *SessionsBucket) PurgeSession(ctx context.Context, key SessionKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwSessionsSessionKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwSessionsSessionKind, key, opts...)
 }
 
 // SessionHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *SessionsBucket) SessionHistory(ctx context.Context, key SessionKey) ([]kvwatch.HistoryEntry[[]byte], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwSessionsSessionKind, key)
+func (b *SessionsBucket) SessionHistory(ctx context.Context, key SessionKey) ([]kvclient.HistoryEntry[[]byte], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwSessionsSessionKind, key)
 }
 
 // ListSession reads the Session entries within scopes, sorted by key, without
-// a consumer: exact as of the revision returned (see kvwatch.List; an entry
-// that does not decode is reported in the error, the others returned).
+// a consumer: exact as of the revision returned (see package kvclient; an
+// entry that does not decode is reported in the error, the others returned).
 func (b *SessionsBucket) ListSession(ctx context.Context, scopes SessionsScopes) ([]kvwatch.Entry[SessionKey, []byte], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwSessionsSpec, &kvwSessionsSessionKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwSessionsSpec, &kvwSessionsSessionKind, scopes.KVWatchScopes())
 }
 
 // SessionKeys reads the keys of the Session entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *SessionsBucket) SessionKeys(ctx context.Context, scopes SessionsScopes) ([]SessionKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwSessionsSpec, &kvwSessionsSessionKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwSessionsSpec, &kvwSessionsSessionKind, scopes.KVWatchScopes())
 }
 
 // SessionsBatch collects writes to bucket sessions that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type SessionsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see SessionsBatch).
 func (b *SessionsBucket) Batch() *SessionsBatch {
-	return &SessionsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &SessionsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutSession adds a put of v under key.
 func (t *SessionsBatch) PutSession(key SessionKey, v []byte) *SessionsBatch {
-	kvwatch.BatchPut(t.b, &kvwSessionsSessionKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwSessionsSessionKind, key, v)
 	return t
 }
 
@@ -365,26 +374,26 @@ func (t *SessionsBatch) PutSession(key SessionKey, v []byte) *SessionsBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *SessionsBatch) UpdateSession(key SessionKey, v []byte, revision uint64) *SessionsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwSessionsSessionKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwSessionsSessionKind, key, v, revision)
 	return t
 }
 
 // DeleteSession adds a delete of key.
 func (t *SessionsBatch) DeleteSession(key SessionKey) *SessionsBatch {
-	kvwatch.BatchDelete(t.b, &kvwSessionsSessionKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwSessionsSessionKind, key, false)
 	return t
 }
 
 // PurgeSession adds a purge of key (its history too).
 func (t *SessionsBatch) PurgeSession(key SessionKey) *SessionsBatch {
-	kvwatch.BatchDelete(t.b, &kvwSessionsSessionKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwSessionsSessionKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewSessionsBucket rather than OpenSessionsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewSessionsBucket rather than OpenSessionsBucket.
 func (t *SessionsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -393,18 +402,18 @@ func (t *SessionsBatch) Commit(ctx context.Context) (uint64, error) {
 // the schema declares, or updates the existing bucket to it, and returns its
 // client. The schema declares history 1, ttl 500ms, storage memory. The other
 // settings take their defaults: max_value_size unlimited, max_bytes
-// unlimited, replicas 1, max_consumers kvwatch.DefaultMaxConsumers,
+// unlimited, replicas 1, max_consumers kvwatchimpl.DefaultMaxConsumers,
 // limit_marker_ttl none, atomic_batches false, description none.
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateSessionsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*SessionsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwSessionsSpec, opts...)
+func CreateOrUpdateSessionsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*SessionsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwSessionsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

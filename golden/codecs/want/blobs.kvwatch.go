@@ -5,6 +5,7 @@ package codecs
 import (
 	"context"
 	"encoding/json"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -294,8 +295,8 @@ type BlobsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s BlobsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s BlobsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -334,53 +335,54 @@ type BlobsHandlers struct {
 
 // BlobsWatcher watches bucket blobs within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type BlobsWatcher struct {
-	*kvwatch.Watcher
-	bindText   *kvwatch.Binding[TextKey, string]
-	bindBlob   *kvwatch.Binding[BlobKey, []byte]
-	bindPrefix *kvwatch.Binding[PrefixKey, netip.Prefix]
-	bindStamp  *kvwatch.Binding[StampKey, time.Time]
-	bindAddr   *kvwatch.Binding[AddrKey, netip.Addr]
-	bindRaw    *kvwatch.Binding[RawKey, json.RawMessage]
+	kvwatch.Watcher
+	impl       *kvwatchimpl.Watcher
+	bindText   *kvwatchimpl.Binding[TextKey, string]
+	bindBlob   *kvwatchimpl.Binding[BlobKey, []byte]
+	bindPrefix *kvwatchimpl.Binding[PrefixKey, netip.Prefix]
+	bindStamp  *kvwatchimpl.Binding[StampKey, time.Time]
+	bindAddr   *kvwatchimpl.Binding[AddrKey, netip.Addr]
+	bindRaw    *kvwatchimpl.Binding[RawKey, json.RawMessage]
 }
 
 // TextCache returns the read-only cache of the Text entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *BlobsWatcher) TextCache() *kvwatch.Cache[TextKey, string] {
+func (w *BlobsWatcher) TextCache() kvwatch.Cache[TextKey, string] {
 	return w.bindText.Cache()
 }
 
 // BlobCache returns the read-only cache of the Blob entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *BlobsWatcher) BlobCache() *kvwatch.Cache[BlobKey, []byte] {
+func (w *BlobsWatcher) BlobCache() kvwatch.Cache[BlobKey, []byte] {
 	return w.bindBlob.Cache()
 }
 
 // PrefixCache returns the read-only cache of the Prefix entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *BlobsWatcher) PrefixCache() *kvwatch.Cache[PrefixKey, netip.Prefix] {
+func (w *BlobsWatcher) PrefixCache() kvwatch.Cache[PrefixKey, netip.Prefix] {
 	return w.bindPrefix.Cache()
 }
 
 // StampCache returns the read-only cache of the Stamp entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *BlobsWatcher) StampCache() *kvwatch.Cache[StampKey, time.Time] {
+func (w *BlobsWatcher) StampCache() kvwatch.Cache[StampKey, time.Time] {
 	return w.bindStamp.Cache()
 }
 
 // AddrCache returns the read-only cache of the Addr entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *BlobsWatcher) AddrCache() *kvwatch.Cache[AddrKey, netip.Addr] {
+func (w *BlobsWatcher) AddrCache() kvwatch.Cache[AddrKey, netip.Addr] {
 	return w.bindAddr.Cache()
 }
 
 // RawCache returns the read-only cache of the Raw entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *BlobsWatcher) RawCache() *kvwatch.Cache[RawKey, json.RawMessage] {
+func (w *BlobsWatcher) RawCache() kvwatch.Cache[RawKey, json.RawMessage] {
 	return w.bindRaw.Cache()
 }
 
@@ -390,19 +392,20 @@ func (w *BlobsWatcher) RawCache() *kvwatch.Cache[RawKey, json.RawMessage] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes, h BlobsHandlers, opts ...kvwatch.Option) (*BlobsWatcher, error) {
-	bindText := kvwatch.Bind(&kvwBlobsTextKind, h.OnText)
-	bindBlob := kvwatch.Bind(&kvwBlobsBlobKind, h.OnBlob)
-	bindPrefix := kvwatch.Bind(&kvwBlobsPrefixKind, h.OnPrefix)
-	bindStamp := kvwatch.Bind(&kvwBlobsStampKind, h.OnStamp)
-	bindAddr := kvwatch.Bind(&kvwBlobsAddrKind, h.OnAddr)
-	bindRaw := kvwatch.Bind(&kvwBlobsRawKind, h.OnRaw)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBlobsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindText, bindBlob, bindPrefix, bindStamp, bindAddr, bindRaw}, opts...)
+	bindText := kvwatchimpl.Bind(&kvwBlobsTextKind, h.OnText)
+	bindBlob := kvwatchimpl.Bind(&kvwBlobsBlobKind, h.OnBlob)
+	bindPrefix := kvwatchimpl.Bind(&kvwBlobsPrefixKind, h.OnPrefix)
+	bindStamp := kvwatchimpl.Bind(&kvwBlobsStampKind, h.OnStamp)
+	bindAddr := kvwatchimpl.Bind(&kvwBlobsAddrKind, h.OnAddr)
+	bindRaw := kvwatchimpl.Bind(&kvwBlobsRawKind, h.OnRaw)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwBlobsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindText, bindBlob, bindPrefix, bindStamp, bindAddr, bindRaw}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &BlobsWatcher{
 		Watcher:    w,
+		impl:       w,
 		bindText:   bindText,
 		bindBlob:   bindBlob,
 		bindPrefix: bindPrefix,
@@ -415,11 +418,11 @@ func WatchBlobs(ctx context.Context, js jetstream.JetStream, scopes BlobsScopes,
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *BlobsWatcher) SetScopes(ctx context.Context, scopes BlobsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -429,16 +432,21 @@ func (w *BlobsWatcher) SetScopes(ctx context.Context, scopes BlobsScopes) error 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *BlobsWatcher) AddHandlers(h BlobsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindText, h.OnText),
-		kvwatch.HandlerOf(w.bindBlob, h.OnBlob),
-		kvwatch.HandlerOf(w.bindPrefix, h.OnPrefix),
-		kvwatch.HandlerOf(w.bindStamp, h.OnStamp),
-		kvwatch.HandlerOf(w.bindAddr, h.OnAddr),
-		kvwatch.HandlerOf(w.bindRaw, h.OnRaw),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *BlobsWatcher) AddHandlers(h BlobsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindText, h.OnText),
+		kvwatchimpl.HandlerOf(w.bindBlob, h.OnBlob),
+		kvwatchimpl.HandlerOf(w.bindPrefix, h.OnPrefix),
+		kvwatchimpl.HandlerOf(w.bindStamp, h.OnStamp),
+		kvwatchimpl.HandlerOf(w.bindAddr, h.OnAddr),
+		kvwatchimpl.HandlerOf(w.bindRaw, h.OnRaw),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -447,10 +455,9 @@ func (w *BlobsWatcher) AddHandlers(h BlobsHandlers) (*kvwatch.Registration, erro
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *BlobsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindText, w.bindBlob, w.bindPrefix, w.bindStamp, w.bindAddr, w.bindRaw)
+	return w.impl.Events(ctx, w.bindText, w.bindBlob, w.bindPrefix, w.bindStamp, w.bindAddr, w.bindRaw)
 }
 
 // BlobsCheckpoint is the state of a BlobsWatcher at one revision: every
@@ -482,7 +489,7 @@ type BlobsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return BlobsCheckpoint{}, err
 	}
@@ -490,32 +497,32 @@ func (w *BlobsWatcher) Checkpoint() (BlobsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Text:          kvwatch.EntriesOf(cp, &kvwBlobsTextKind),
-		Blob:          kvwatch.EntriesOf(cp, &kvwBlobsBlobKind),
-		Prefix:        kvwatch.EntriesOf(cp, &kvwBlobsPrefixKind),
-		Stamp:         kvwatch.EntriesOf(cp, &kvwBlobsStampKind),
-		Addr:          kvwatch.EntriesOf(cp, &kvwBlobsAddrKind),
-		Raw:           kvwatch.EntriesOf(cp, &kvwBlobsRawKind),
+		Text:          kvwatchimpl.EntriesOf(cp, &kvwBlobsTextKind),
+		Blob:          kvwatchimpl.EntriesOf(cp, &kvwBlobsBlobKind),
+		Prefix:        kvwatchimpl.EntriesOf(cp, &kvwBlobsPrefixKind),
+		Stamp:         kvwatchimpl.EntriesOf(cp, &kvwBlobsStampKind),
+		Addr:          kvwatchimpl.EntriesOf(cp, &kvwBlobsAddrKind),
+		Raw:           kvwatchimpl.EntriesOf(cp, &kvwBlobsRawKind),
 	}, nil
 }
 
 // Resume is the option that starts a BlobsWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp BlobsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwBlobsTextKind, cp.Text)
-	kvwatch.WithEntries(&state, &kvwBlobsBlobKind, cp.Blob)
-	kvwatch.WithEntries(&state, &kvwBlobsPrefixKind, cp.Prefix)
-	kvwatch.WithEntries(&state, &kvwBlobsStampKind, cp.Stamp)
-	kvwatch.WithEntries(&state, &kvwBlobsAddrKind, cp.Addr)
-	kvwatch.WithEntries(&state, &kvwBlobsRawKind, cp.Raw)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwBlobsTextKind, cp.Text)
+	kvwatchimpl.WithEntries(&state, &kvwBlobsBlobKind, cp.Blob)
+	kvwatchimpl.WithEntries(&state, &kvwBlobsPrefixKind, cp.Prefix)
+	kvwatchimpl.WithEntries(&state, &kvwBlobsStampKind, cp.Stamp)
+	kvwatchimpl.WithEntries(&state, &kvwBlobsAddrKind, cp.Addr)
+	kvwatchimpl.WithEntries(&state, &kvwBlobsRawKind, cp.Raw)
+	return kvwatchimpl.Resume(state)
 }
 
 // BlobsBucket reads and writes entries of bucket blobs with typed keys and
@@ -527,11 +534,12 @@ type BlobsBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenBlobsBucket opens bucket blobs, or the bucket kvwatch.WithBucket among
-// opts names (blobs-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*BlobsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwBlobsSpec, opts...)
+// OpenBlobsBucket opens bucket blobs, or the bucket kvclient.WithBucketName
+// among opts names (blobs-staging; an edge server's mirror, whose writes go
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*BlobsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwBlobsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -544,7 +552,7 @@ func OpenBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatc
 // NewBlobsBucket wraps kv: bucket blobs, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenBlobsBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenBlobsBucket for them.
 func NewBlobsBucket(kv jetstream.KeyValue) *BlobsBucket {
 	return &BlobsBucket{kv: kv}
 }
@@ -556,7 +564,7 @@ func (b *BlobsBucket) KeyValue() jetstream.KeyValue {
 
 // PutText stores v under key and returns the new revision.
 func (b *BlobsBucket) PutText(ctx context.Context, key TextKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBlobsTextKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBlobsTextKind, key, v)
 }
 
 // CreateText stores v under key only if key does not exist or was deleted,
@@ -564,7 +572,7 @@ func (b *BlobsBucket) PutText(ctx context.Context, key TextKey, v string) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BlobsBucket) CreateText(ctx context.Context, key TextKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBlobsTextKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBlobsTextKind, key, v, opts...)
 }
 
 // UpdateText stores v under key only if key is still at revision
@@ -572,67 +580,67 @@ func (b *BlobsBucket) CreateText(ctx context.Context, key TextKey, v string, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyText retries such conflicts
 // for you.
 func (b *BlobsBucket) UpdateText(ctx context.Context, key TextKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBlobsTextKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBlobsTextKind, key, v, revision)
 }
 
 // ModifyText reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BlobsBucket) ModifyText(ctx context.Context, key TextKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBlobsTextKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BlobsBucket) ModifyText(ctx context.Context, key TextKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBlobsTextKind, key, fn, opts...)
 }
 
 // GetText reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetText(ctx context.Context, key TextKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBlobsTextKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBlobsTextKind, key)
 }
 
 // GetTextRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetTextRevision(ctx context.Context, key TextKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsTextKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBlobsTextKind, key, revision)
 }
 
 // DeleteText deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *BlobsBucket) DeleteText(ctx context.Context, key TextKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsTextKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBlobsTextKind, key, opts...)
 }
 
 // PurgeText deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BlobsBucket) PurgeText(ctx context.Context, key TextKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBlobsTextKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBlobsTextKind, key, opts...)
 }
 
 // TextHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BlobsBucket) TextHistory(ctx context.Context, key TextKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsTextKind, key)
+func (b *BlobsBucket) TextHistory(ctx context.Context, key TextKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBlobsTextKind, key)
 }
 
 // ListText reads the Text entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BlobsBucket) ListText(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[TextKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsTextKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsTextKind, scopes.KVWatchScopes())
 }
 
 // TextKeys reads the keys of the Text entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *BlobsBucket) TextKeys(ctx context.Context, scopes BlobsScopes) ([]TextKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsTextKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsTextKind, scopes.KVWatchScopes())
 }
 
 // PutBlob stores v under key and returns the new revision.
 func (b *BlobsBucket) PutBlob(ctx context.Context, key BlobKey, v []byte) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBlobsBlobKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBlobsBlobKind, key, v)
 }
 
 // CreateBlob stores v under key only if key does not exist or was deleted,
@@ -640,7 +648,7 @@ func (b *BlobsBucket) PutBlob(ctx context.Context, key BlobKey, v []byte) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BlobsBucket) CreateBlob(ctx context.Context, key BlobKey, v []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBlobsBlobKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBlobsBlobKind, key, v, opts...)
 }
 
 // UpdateBlob stores v under key only if key is still at revision
@@ -648,67 +656,67 @@ func (b *BlobsBucket) CreateBlob(ctx context.Context, key BlobKey, v []byte, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyBlob retries such conflicts
 // for you.
 func (b *BlobsBucket) UpdateBlob(ctx context.Context, key BlobKey, v []byte, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBlobsBlobKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBlobsBlobKind, key, v, revision)
 }
 
 // ModifyBlob reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BlobsBucket) ModifyBlob(ctx context.Context, key BlobKey, fn func(*[]byte) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBlobsBlobKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BlobsBucket) ModifyBlob(ctx context.Context, key BlobKey, fn func(*[]byte) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBlobsBlobKind, key, fn, opts...)
 }
 
 // GetBlob reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetBlob(ctx context.Context, key BlobKey) (kvwatch.Item[[]byte], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBlobsBlobKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBlobsBlobKind, key)
 }
 
 // GetBlobRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetBlobRevision(ctx context.Context, key BlobKey, revision uint64) (kvwatch.Item[[]byte], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsBlobKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBlobsBlobKind, key, revision)
 }
 
 // DeleteBlob deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *BlobsBucket) DeleteBlob(ctx context.Context, key BlobKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsBlobKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBlobsBlobKind, key, opts...)
 }
 
 // PurgeBlob deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BlobsBucket) PurgeBlob(ctx context.Context, key BlobKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBlobsBlobKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBlobsBlobKind, key, opts...)
 }
 
 // BlobHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BlobsBucket) BlobHistory(ctx context.Context, key BlobKey) ([]kvwatch.HistoryEntry[[]byte], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsBlobKind, key)
+func (b *BlobsBucket) BlobHistory(ctx context.Context, key BlobKey) ([]kvclient.HistoryEntry[[]byte], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBlobsBlobKind, key)
 }
 
 // ListBlob reads the Blob entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BlobsBucket) ListBlob(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[BlobKey, []byte], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsBlobKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsBlobKind, scopes.KVWatchScopes())
 }
 
 // BlobKeys reads the keys of the Blob entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *BlobsBucket) BlobKeys(ctx context.Context, scopes BlobsScopes) ([]BlobKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsBlobKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsBlobKind, scopes.KVWatchScopes())
 }
 
 // PutPrefix stores v under key and returns the new revision.
 func (b *BlobsBucket) PutPrefix(ctx context.Context, key PrefixKey, v netip.Prefix) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBlobsPrefixKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBlobsPrefixKind, key, v)
 }
 
 // CreatePrefix stores v under key only if key does not exist or was deleted,
@@ -716,7 +724,7 @@ func (b *BlobsBucket) PutPrefix(ctx context.Context, key PrefixKey, v netip.Pref
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BlobsBucket) CreatePrefix(ctx context.Context, key PrefixKey, v netip.Prefix, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBlobsPrefixKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBlobsPrefixKind, key, v, opts...)
 }
 
 // UpdatePrefix stores v under key only if key is still at revision
@@ -724,68 +732,68 @@ func (b *BlobsBucket) CreatePrefix(ctx context.Context, key PrefixKey, v netip.P
 // matches jetstream.ErrKeyRevisionMismatch. ModifyPrefix retries such
 // conflicts for you.
 func (b *BlobsBucket) UpdatePrefix(ctx context.Context, key PrefixKey, v netip.Prefix, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBlobsPrefixKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBlobsPrefixKind, key, v, revision)
 }
 
 // ModifyPrefix reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BlobsBucket) ModifyPrefix(ctx context.Context, key PrefixKey, fn func(*netip.Prefix) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBlobsPrefixKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BlobsBucket) ModifyPrefix(ctx context.Context, key PrefixKey, fn func(*netip.Prefix) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBlobsPrefixKind, key, fn, opts...)
 }
 
 // GetPrefix reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetPrefix(ctx context.Context, key PrefixKey) (kvwatch.Item[netip.Prefix], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBlobsPrefixKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBlobsPrefixKind, key)
 }
 
 // GetPrefixRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetPrefixRevision(ctx context.Context, key PrefixKey, revision uint64) (kvwatch.Item[netip.Prefix], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsPrefixKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBlobsPrefixKind, key, revision)
 }
 
 // DeletePrefix deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *BlobsBucket) DeletePrefix(ctx context.Context, key PrefixKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsPrefixKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBlobsPrefixKind, key, opts...)
 }
 
 // PurgePrefix deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BlobsBucket) PurgePrefix(ctx context.Context, key PrefixKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBlobsPrefixKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBlobsPrefixKind, key, opts...)
 }
 
 // PrefixHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BlobsBucket) PrefixHistory(ctx context.Context, key PrefixKey) ([]kvwatch.HistoryEntry[netip.Prefix], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsPrefixKind, key)
+func (b *BlobsBucket) PrefixHistory(ctx context.Context, key PrefixKey) ([]kvclient.HistoryEntry[netip.Prefix], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBlobsPrefixKind, key)
 }
 
 // ListPrefix reads the Prefix entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BlobsBucket) ListPrefix(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[PrefixKey, netip.Prefix], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsPrefixKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsPrefixKind, scopes.KVWatchScopes())
 }
 
 // PrefixKeys reads the keys of the Prefix entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *BlobsBucket) PrefixKeys(ctx context.Context, scopes BlobsScopes) ([]PrefixKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsPrefixKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsPrefixKind, scopes.KVWatchScopes())
 }
 
 // PutStamp stores v under key and returns the new revision.
 func (b *BlobsBucket) PutStamp(ctx context.Context, key StampKey, v time.Time) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBlobsStampKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBlobsStampKind, key, v)
 }
 
 // CreateStamp stores v under key only if key does not exist or was deleted,
@@ -793,7 +801,7 @@ func (b *BlobsBucket) PutStamp(ctx context.Context, key StampKey, v time.Time) (
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BlobsBucket) CreateStamp(ctx context.Context, key StampKey, v time.Time, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBlobsStampKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBlobsStampKind, key, v, opts...)
 }
 
 // UpdateStamp stores v under key only if key is still at revision
@@ -801,68 +809,68 @@ func (b *BlobsBucket) CreateStamp(ctx context.Context, key StampKey, v time.Time
 // matches jetstream.ErrKeyRevisionMismatch. ModifyStamp retries such
 // conflicts for you.
 func (b *BlobsBucket) UpdateStamp(ctx context.Context, key StampKey, v time.Time, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBlobsStampKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBlobsStampKind, key, v, revision)
 }
 
 // ModifyStamp reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BlobsBucket) ModifyStamp(ctx context.Context, key StampKey, fn func(*time.Time) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBlobsStampKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BlobsBucket) ModifyStamp(ctx context.Context, key StampKey, fn func(*time.Time) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBlobsStampKind, key, fn, opts...)
 }
 
 // GetStamp reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetStamp(ctx context.Context, key StampKey) (kvwatch.Item[time.Time], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBlobsStampKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBlobsStampKind, key)
 }
 
 // GetStampRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetStampRevision(ctx context.Context, key StampKey, revision uint64) (kvwatch.Item[time.Time], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsStampKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBlobsStampKind, key, revision)
 }
 
 // DeleteStamp deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *BlobsBucket) DeleteStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsStampKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBlobsStampKind, key, opts...)
 }
 
 // PurgeStamp deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BlobsBucket) PurgeStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBlobsStampKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBlobsStampKind, key, opts...)
 }
 
 // StampHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BlobsBucket) StampHistory(ctx context.Context, key StampKey) ([]kvwatch.HistoryEntry[time.Time], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsStampKind, key)
+func (b *BlobsBucket) StampHistory(ctx context.Context, key StampKey) ([]kvclient.HistoryEntry[time.Time], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBlobsStampKind, key)
 }
 
 // ListStamp reads the Stamp entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BlobsBucket) ListStamp(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[StampKey, time.Time], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsStampKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsStampKind, scopes.KVWatchScopes())
 }
 
 // StampKeys reads the keys of the Stamp entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *BlobsBucket) StampKeys(ctx context.Context, scopes BlobsScopes) ([]StampKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsStampKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsStampKind, scopes.KVWatchScopes())
 }
 
 // PutAddr stores v under key and returns the new revision.
 func (b *BlobsBucket) PutAddr(ctx context.Context, key AddrKey, v netip.Addr) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBlobsAddrKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBlobsAddrKind, key, v)
 }
 
 // CreateAddr stores v under key only if key does not exist or was deleted,
@@ -870,7 +878,7 @@ func (b *BlobsBucket) PutAddr(ctx context.Context, key AddrKey, v netip.Addr) (u
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BlobsBucket) CreateAddr(ctx context.Context, key AddrKey, v netip.Addr, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBlobsAddrKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBlobsAddrKind, key, v, opts...)
 }
 
 // UpdateAddr stores v under key only if key is still at revision
@@ -878,67 +886,67 @@ func (b *BlobsBucket) CreateAddr(ctx context.Context, key AddrKey, v netip.Addr,
 // matches jetstream.ErrKeyRevisionMismatch. ModifyAddr retries such conflicts
 // for you.
 func (b *BlobsBucket) UpdateAddr(ctx context.Context, key AddrKey, v netip.Addr, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBlobsAddrKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBlobsAddrKind, key, v, revision)
 }
 
 // ModifyAddr reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BlobsBucket) ModifyAddr(ctx context.Context, key AddrKey, fn func(*netip.Addr) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBlobsAddrKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BlobsBucket) ModifyAddr(ctx context.Context, key AddrKey, fn func(*netip.Addr) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBlobsAddrKind, key, fn, opts...)
 }
 
 // GetAddr reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetAddr(ctx context.Context, key AddrKey) (kvwatch.Item[netip.Addr], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBlobsAddrKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBlobsAddrKind, key)
 }
 
 // GetAddrRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetAddrRevision(ctx context.Context, key AddrKey, revision uint64) (kvwatch.Item[netip.Addr], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsAddrKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBlobsAddrKind, key, revision)
 }
 
 // DeleteAddr deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *BlobsBucket) DeleteAddr(ctx context.Context, key AddrKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsAddrKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBlobsAddrKind, key, opts...)
 }
 
 // PurgeAddr deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BlobsBucket) PurgeAddr(ctx context.Context, key AddrKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBlobsAddrKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBlobsAddrKind, key, opts...)
 }
 
 // AddrHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BlobsBucket) AddrHistory(ctx context.Context, key AddrKey) ([]kvwatch.HistoryEntry[netip.Addr], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsAddrKind, key)
+func (b *BlobsBucket) AddrHistory(ctx context.Context, key AddrKey) ([]kvclient.HistoryEntry[netip.Addr], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBlobsAddrKind, key)
 }
 
 // ListAddr reads the Addr entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BlobsBucket) ListAddr(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[AddrKey, netip.Addr], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsAddrKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsAddrKind, scopes.KVWatchScopes())
 }
 
 // AddrKeys reads the keys of the Addr entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *BlobsBucket) AddrKeys(ctx context.Context, scopes BlobsScopes) ([]AddrKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsAddrKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsAddrKind, scopes.KVWatchScopes())
 }
 
 // PutRaw stores v under key and returns the new revision.
 func (b *BlobsBucket) PutRaw(ctx context.Context, key RawKey, v json.RawMessage) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBlobsRawKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBlobsRawKind, key, v)
 }
 
 // CreateRaw stores v under key only if key does not exist or was deleted, and
@@ -946,7 +954,7 @@ func (b *BlobsBucket) PutRaw(ctx context.Context, key RawKey, v json.RawMessage)
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BlobsBucket) CreateRaw(ctx context.Context, key RawKey, v json.RawMessage, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBlobsRawKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBlobsRawKind, key, v, opts...)
 }
 
 // UpdateRaw stores v under key only if key is still at revision
@@ -954,82 +962,83 @@ func (b *BlobsBucket) CreateRaw(ctx context.Context, key RawKey, v json.RawMessa
 // matches jetstream.ErrKeyRevisionMismatch. ModifyRaw retries such conflicts
 // for you.
 func (b *BlobsBucket) UpdateRaw(ctx context.Context, key RawKey, v json.RawMessage, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBlobsRawKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBlobsRawKind, key, v, revision)
 }
 
 // ModifyRaw reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BlobsBucket) ModifyRaw(ctx context.Context, key RawKey, fn func(*json.RawMessage) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBlobsRawKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BlobsBucket) ModifyRaw(ctx context.Context, key RawKey, fn func(*json.RawMessage) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBlobsRawKind, key, fn, opts...)
 }
 
 // GetRaw reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetRaw(ctx context.Context, key RawKey) (kvwatch.Item[json.RawMessage], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBlobsRawKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBlobsRawKind, key)
 }
 
 // GetRawRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BlobsBucket) GetRawRevision(ctx context.Context, key RawKey, revision uint64) (kvwatch.Item[json.RawMessage], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBlobsRawKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBlobsRawKind, key, revision)
 }
 
 // DeleteRaw deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *BlobsBucket) DeleteRaw(ctx context.Context, key RawKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBlobsRawKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBlobsRawKind, key, opts...)
 }
 
 // PurgeRaw deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BlobsBucket) PurgeRaw(ctx context.Context, key RawKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBlobsRawKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBlobsRawKind, key, opts...)
 }
 
 // RawHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BlobsBucket) RawHistory(ctx context.Context, key RawKey) ([]kvwatch.HistoryEntry[json.RawMessage], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBlobsRawKind, key)
+func (b *BlobsBucket) RawHistory(ctx context.Context, key RawKey) ([]kvclient.HistoryEntry[json.RawMessage], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBlobsRawKind, key)
 }
 
 // ListRaw reads the Raw entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BlobsBucket) ListRaw(ctx context.Context, scopes BlobsScopes) ([]kvwatch.Entry[RawKey, json.RawMessage], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsRawKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsRawKind, scopes.KVWatchScopes())
 }
 
 // RawKeys reads the keys of the Raw entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *BlobsBucket) RawKeys(ctx context.Context, scopes BlobsScopes) ([]RawKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsRawKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBlobsSpec, &kvwBlobsRawKind, scopes.KVWatchScopes())
 }
 
 // BlobsBatch collects writes to bucket blobs that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type BlobsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see BlobsBatch).
 func (b *BlobsBucket) Batch() *BlobsBatch {
-	return &BlobsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &BlobsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutText adds a put of v under key.
 func (t *BlobsBatch) PutText(key TextKey, v string) *BlobsBatch {
-	kvwatch.BatchPut(t.b, &kvwBlobsTextKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBlobsTextKind, key, v)
 	return t
 }
 
@@ -1037,25 +1046,25 @@ func (t *BlobsBatch) PutText(key TextKey, v string) *BlobsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BlobsBatch) UpdateText(key TextKey, v string, revision uint64) *BlobsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBlobsTextKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBlobsTextKind, key, v, revision)
 	return t
 }
 
 // DeleteText adds a delete of key.
 func (t *BlobsBatch) DeleteText(key TextKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsTextKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsTextKind, key, false)
 	return t
 }
 
 // PurgeText adds a purge of key (its history too).
 func (t *BlobsBatch) PurgeText(key TextKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsTextKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsTextKind, key, true)
 	return t
 }
 
 // PutBlob adds a put of v under key.
 func (t *BlobsBatch) PutBlob(key BlobKey, v []byte) *BlobsBatch {
-	kvwatch.BatchPut(t.b, &kvwBlobsBlobKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBlobsBlobKind, key, v)
 	return t
 }
 
@@ -1063,25 +1072,25 @@ func (t *BlobsBatch) PutBlob(key BlobKey, v []byte) *BlobsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BlobsBatch) UpdateBlob(key BlobKey, v []byte, revision uint64) *BlobsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBlobsBlobKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBlobsBlobKind, key, v, revision)
 	return t
 }
 
 // DeleteBlob adds a delete of key.
 func (t *BlobsBatch) DeleteBlob(key BlobKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsBlobKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsBlobKind, key, false)
 	return t
 }
 
 // PurgeBlob adds a purge of key (its history too).
 func (t *BlobsBatch) PurgeBlob(key BlobKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsBlobKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsBlobKind, key, true)
 	return t
 }
 
 // PutPrefix adds a put of v under key.
 func (t *BlobsBatch) PutPrefix(key PrefixKey, v netip.Prefix) *BlobsBatch {
-	kvwatch.BatchPut(t.b, &kvwBlobsPrefixKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBlobsPrefixKind, key, v)
 	return t
 }
 
@@ -1089,25 +1098,25 @@ func (t *BlobsBatch) PutPrefix(key PrefixKey, v netip.Prefix) *BlobsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BlobsBatch) UpdatePrefix(key PrefixKey, v netip.Prefix, revision uint64) *BlobsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBlobsPrefixKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBlobsPrefixKind, key, v, revision)
 	return t
 }
 
 // DeletePrefix adds a delete of key.
 func (t *BlobsBatch) DeletePrefix(key PrefixKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsPrefixKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsPrefixKind, key, false)
 	return t
 }
 
 // PurgePrefix adds a purge of key (its history too).
 func (t *BlobsBatch) PurgePrefix(key PrefixKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsPrefixKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsPrefixKind, key, true)
 	return t
 }
 
 // PutStamp adds a put of v under key.
 func (t *BlobsBatch) PutStamp(key StampKey, v time.Time) *BlobsBatch {
-	kvwatch.BatchPut(t.b, &kvwBlobsStampKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBlobsStampKind, key, v)
 	return t
 }
 
@@ -1115,25 +1124,25 @@ func (t *BlobsBatch) PutStamp(key StampKey, v time.Time) *BlobsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BlobsBatch) UpdateStamp(key StampKey, v time.Time, revision uint64) *BlobsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBlobsStampKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBlobsStampKind, key, v, revision)
 	return t
 }
 
 // DeleteStamp adds a delete of key.
 func (t *BlobsBatch) DeleteStamp(key StampKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsStampKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsStampKind, key, false)
 	return t
 }
 
 // PurgeStamp adds a purge of key (its history too).
 func (t *BlobsBatch) PurgeStamp(key StampKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsStampKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsStampKind, key, true)
 	return t
 }
 
 // PutAddr adds a put of v under key.
 func (t *BlobsBatch) PutAddr(key AddrKey, v netip.Addr) *BlobsBatch {
-	kvwatch.BatchPut(t.b, &kvwBlobsAddrKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBlobsAddrKind, key, v)
 	return t
 }
 
@@ -1141,25 +1150,25 @@ func (t *BlobsBatch) PutAddr(key AddrKey, v netip.Addr) *BlobsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BlobsBatch) UpdateAddr(key AddrKey, v netip.Addr, revision uint64) *BlobsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBlobsAddrKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBlobsAddrKind, key, v, revision)
 	return t
 }
 
 // DeleteAddr adds a delete of key.
 func (t *BlobsBatch) DeleteAddr(key AddrKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsAddrKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsAddrKind, key, false)
 	return t
 }
 
 // PurgeAddr adds a purge of key (its history too).
 func (t *BlobsBatch) PurgeAddr(key AddrKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsAddrKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsAddrKind, key, true)
 	return t
 }
 
 // PutRaw adds a put of v under key.
 func (t *BlobsBatch) PutRaw(key RawKey, v json.RawMessage) *BlobsBatch {
-	kvwatch.BatchPut(t.b, &kvwBlobsRawKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBlobsRawKind, key, v)
 	return t
 }
 
@@ -1167,26 +1176,26 @@ func (t *BlobsBatch) PutRaw(key RawKey, v json.RawMessage) *BlobsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BlobsBatch) UpdateRaw(key RawKey, v json.RawMessage, revision uint64) *BlobsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBlobsRawKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBlobsRawKind, key, v, revision)
 	return t
 }
 
 // DeleteRaw adds a delete of key.
 func (t *BlobsBatch) DeleteRaw(key RawKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsRawKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsRawKind, key, false)
 	return t
 }
 
 // PurgeRaw adds a purge of key (its history too).
 func (t *BlobsBatch) PurgeRaw(key RawKey) *BlobsBatch {
-	kvwatch.BatchDelete(t.b, &kvwBlobsRawKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBlobsRawKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewBlobsBucket rather than OpenBlobsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewBlobsBucket rather than OpenBlobsBucket.
 func (t *BlobsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -1196,18 +1205,18 @@ func (t *BlobsBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*BlobsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwBlobsSpec, opts...)
+func CreateOrUpdateBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*BlobsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwBlobsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

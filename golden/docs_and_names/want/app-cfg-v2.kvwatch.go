@@ -4,6 +4,7 @@ package docs
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,8 +80,8 @@ type AppConfigScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s AppConfigScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s AppConfigScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -109,22 +110,23 @@ type AppConfigHandlers struct {
 
 // AppConfigWatcher watches bucket app_cfg_v2 within a set of scopes, served
 // by at most one consumer at any moment however many scopes and kinds it
-// covers. The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats,
-// Err, Done and Stop. Its methods are safe for concurrent use.
+// covers. The embedded kvwatch.Watcher provides WaitSynced, WaitRevision,
+// Synced, Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 //
 // AppConfig holds the application configuration of every service in the
 // fleet. It is written by the control plane and read by every node.
 //
 // Entries are small JSON documents.
 type AppConfigWatcher struct {
-	*kvwatch.Watcher
-	bindFeature *kvwatch.Binding[FeatureKey, Feature]
+	kvwatch.Watcher
+	impl        *kvwatchimpl.Watcher
+	bindFeature *kvwatchimpl.Binding[FeatureKey, Feature]
 }
 
 // FeatureCache returns the read-only cache of the Feature entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *AppConfigWatcher) FeatureCache() *kvwatch.Cache[FeatureKey, Feature] {
+func (w *AppConfigWatcher) FeatureCache() kvwatch.Cache[FeatureKey, Feature] {
 	return w.bindFeature.Cache()
 }
 
@@ -134,14 +136,15 @@ func (w *AppConfigWatcher) FeatureCache() *kvwatch.Cache[FeatureKey, Feature] {
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchAppConfig(ctx context.Context, js jetstream.JetStream, scopes AppConfigScopes, h AppConfigHandlers, opts ...kvwatch.Option) (*AppConfigWatcher, error) {
-	bindFeature := kvwatch.Bind(&kvwAppConfigFeatureKind, h.OnFeature)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwAppConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindFeature}, opts...)
+	bindFeature := kvwatchimpl.Bind(&kvwAppConfigFeatureKind, h.OnFeature)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwAppConfigSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindFeature}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &AppConfigWatcher{
 		Watcher:     w,
+		impl:        w,
 		bindFeature: bindFeature,
 	}, nil
 }
@@ -149,11 +152,11 @@ func WatchAppConfig(ctx context.Context, js jetstream.JetStream, scopes AppConfi
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *AppConfigWatcher) SetScopes(ctx context.Context, scopes AppConfigScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -163,11 +166,16 @@ func (w *AppConfigWatcher) SetScopes(ctx context.Context, scopes AppConfigScopes
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *AppConfigWatcher) AddHandlers(h AppConfigHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindFeature, h.OnFeature),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *AppConfigWatcher) AddHandlers(h AppConfigHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindFeature, h.OnFeature),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -176,10 +184,9 @@ func (w *AppConfigWatcher) AddHandlers(h AppConfigHandlers) (*kvwatch.Registrati
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *AppConfigWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindFeature)
+	return w.impl.Events(ctx, w.bindFeature)
 }
 
 // AppConfigCheckpoint is the state of an AppConfigWatcher at one revision:
@@ -201,7 +208,7 @@ type AppConfigCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return AppConfigCheckpoint{}, err
 	}
@@ -209,22 +216,22 @@ func (w *AppConfigWatcher) Checkpoint() (AppConfigCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Feature:       kvwatch.EntriesOf(cp, &kvwAppConfigFeatureKind),
+		Feature:       kvwatchimpl.EntriesOf(cp, &kvwAppConfigFeatureKind),
 	}, nil
 }
 
 // Resume is the option that starts an AppConfigWatcher from cp: its caches
 // are filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp AppConfigCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwAppConfigFeatureKind, cp.Feature)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwAppConfigFeatureKind, cp.Feature)
+	return kvwatchimpl.Resume(state)
 }
 
 // AppConfigBucket reads and writes entries of bucket app_cfg_v2 with typed
@@ -237,11 +244,12 @@ type AppConfigBucket struct {
 }
 
 // OpenAppConfigBucket opens bucket app_cfg_v2, or the bucket
-// kvwatch.WithBucket among opts names (app_cfg_v2-staging; an edge server's
-// mirror, whose writes go to the hub). Its List, Keys and History methods
-// read through js.
-func OpenAppConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*AppConfigBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwAppConfigSpec, opts...)
+// kvclient.WithBucketName among opts names (app_cfg_v2-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenAppConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*AppConfigBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwAppConfigSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +262,7 @@ func OpenAppConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kv
 // NewAppConfigBucket wraps kv: bucket app_cfg_v2, or the bucket that holds
 // its keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenAppConfigBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenAppConfigBucket for them.
 func NewAppConfigBucket(kv jetstream.KeyValue) *AppConfigBucket {
 	return &AppConfigBucket{kv: kv}
 }
@@ -266,7 +274,7 @@ func (b *AppConfigBucket) KeyValue() jetstream.KeyValue {
 
 // PutFeature stores v under key and returns the new revision.
 func (b *AppConfigBucket) PutFeature(ctx context.Context, key FeatureKey, v Feature) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwAppConfigFeatureKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwAppConfigFeatureKind, key, v)
 }
 
 // CreateFeature stores v under key only if key does not exist or was deleted,
@@ -274,7 +282,7 @@ func (b *AppConfigBucket) PutFeature(ctx context.Context, key FeatureKey, v Feat
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *AppConfigBucket) CreateFeature(ctx context.Context, key FeatureKey, v Feature, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwAppConfigFeatureKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwAppConfigFeatureKind, key, v, opts...)
 }
 
 // UpdateFeature stores v under key only if key is still at revision
@@ -282,84 +290,84 @@ func (b *AppConfigBucket) CreateFeature(ctx context.Context, key FeatureKey, v F
 // matches jetstream.ErrKeyRevisionMismatch. ModifyFeature retries such
 // conflicts for you.
 func (b *AppConfigBucket) UpdateFeature(ctx context.Context, key FeatureKey, v Feature, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwAppConfigFeatureKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwAppConfigFeatureKind, key, v, revision)
 }
 
 // ModifyFeature reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *AppConfigBucket) ModifyFeature(ctx context.Context, key FeatureKey, fn func(*Feature) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwAppConfigFeatureKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *AppConfigBucket) ModifyFeature(ctx context.Context, key FeatureKey, fn func(*Feature) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwAppConfigFeatureKind, key, fn, opts...)
 }
 
 // GetFeature reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *AppConfigBucket) GetFeature(ctx context.Context, key FeatureKey) (kvwatch.Item[Feature], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwAppConfigFeatureKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwAppConfigFeatureKind, key)
 }
 
 // GetFeatureRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *AppConfigBucket) GetFeatureRevision(ctx context.Context, key FeatureKey, revision uint64) (kvwatch.Item[Feature], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwAppConfigFeatureKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwAppConfigFeatureKind, key, revision)
 }
 
 // DeleteFeature deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *AppConfigBucket) DeleteFeature(ctx context.Context, key FeatureKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppConfigFeatureKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwAppConfigFeatureKind, key, opts...)
 }
 
 // PurgeFeature deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *AppConfigBucket) PurgeFeature(ctx context.Context, key FeatureKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwAppConfigFeatureKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwAppConfigFeatureKind, key, opts...)
 }
 
 // FeatureHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *AppConfigBucket) FeatureHistory(ctx context.Context, key FeatureKey) ([]kvwatch.HistoryEntry[Feature], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwAppConfigFeatureKind, key)
+func (b *AppConfigBucket) FeatureHistory(ctx context.Context, key FeatureKey) ([]kvclient.HistoryEntry[Feature], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwAppConfigFeatureKind, key)
 }
 
 // ListFeature reads the Feature entries within scopes, sorted by key, without
-// a consumer: exact as of the revision returned (see kvwatch.List; an entry
-// that does not decode is reported in the error, the others returned).
+// a consumer: exact as of the revision returned (see package kvclient; an
+// entry that does not decode is reported in the error, the others returned).
 func (b *AppConfigBucket) ListFeature(ctx context.Context, scopes AppConfigScopes) ([]kvwatch.Entry[FeatureKey, Feature], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwAppConfigSpec, &kvwAppConfigFeatureKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwAppConfigSpec, &kvwAppConfigFeatureKind, scopes.KVWatchScopes())
 }
 
 // FeatureKeys reads the keys of the Feature entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *AppConfigBucket) FeatureKeys(ctx context.Context, scopes AppConfigScopes) ([]FeatureKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppConfigSpec, &kvwAppConfigFeatureKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwAppConfigSpec, &kvwAppConfigFeatureKind, scopes.KVWatchScopes())
 }
 
 // AppConfigBatch collects writes to bucket app_cfg_v2 that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type AppConfigBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see AppConfigBatch).
 func (b *AppConfigBucket) Batch() *AppConfigBatch {
-	return &AppConfigBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &AppConfigBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutFeature adds a put of v under key.
 func (t *AppConfigBatch) PutFeature(key FeatureKey, v Feature) *AppConfigBatch {
-	kvwatch.BatchPut(t.b, &kvwAppConfigFeatureKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwAppConfigFeatureKind, key, v)
 	return t
 }
 
@@ -367,26 +375,26 @@ func (t *AppConfigBatch) PutFeature(key FeatureKey, v Feature) *AppConfigBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *AppConfigBatch) UpdateFeature(key FeatureKey, v Feature, revision uint64) *AppConfigBatch {
-	kvwatch.BatchUpdate(t.b, &kvwAppConfigFeatureKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwAppConfigFeatureKind, key, v, revision)
 	return t
 }
 
 // DeleteFeature adds a delete of key.
 func (t *AppConfigBatch) DeleteFeature(key FeatureKey) *AppConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppConfigFeatureKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppConfigFeatureKind, key, false)
 	return t
 }
 
 // PurgeFeature adds a purge of key (its history too).
 func (t *AppConfigBatch) PurgeFeature(key FeatureKey) *AppConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppConfigFeatureKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppConfigFeatureKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewAppConfigBucket rather than OpenAppConfigBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewAppConfigBucket rather than OpenAppConfigBucket.
 func (t *AppConfigBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -396,18 +404,18 @@ func (t *AppConfigBatch) Commit(ctx context.Context) (uint64, error) {
 // and returns its client. The schema declares no configuration: every setting
 // takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateAppConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*AppConfigBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwAppConfigSpec, opts...)
+func CreateOrUpdateAppConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*AppConfigBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwAppConfigSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package filenames
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type DashScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s DashScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s DashScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,16 +104,17 @@ type DashHandlers struct {
 
 // DashWatcher watches bucket -dash within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type DashWatcher struct {
-	*kvwatch.Watcher
-	bindItem *kvwatch.Binding[ItemKey, string]
+	kvwatch.Watcher
+	impl     *kvwatchimpl.Watcher
+	bindItem *kvwatchimpl.Binding[ItemKey, string]
 }
 
 // ItemCache returns the read-only cache of the Item entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *DashWatcher) ItemCache() *kvwatch.Cache[ItemKey, string] {
+func (w *DashWatcher) ItemCache() kvwatch.Cache[ItemKey, string] {
 	return w.bindItem.Cache()
 }
 
@@ -122,14 +124,15 @@ func (w *DashWatcher) ItemCache() *kvwatch.Cache[ItemKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchDash(ctx context.Context, js jetstream.JetStream, scopes DashScopes, h DashHandlers, opts ...kvwatch.Option) (*DashWatcher, error) {
-	bindItem := kvwatch.Bind(&kvwDashItemKind, h.OnItem)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwDashSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindItem}, opts...)
+	bindItem := kvwatchimpl.Bind(&kvwDashItemKind, h.OnItem)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwDashSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &DashWatcher{
 		Watcher:  w,
+		impl:     w,
 		bindItem: bindItem,
 	}, nil
 }
@@ -137,11 +140,11 @@ func WatchDash(ctx context.Context, js jetstream.JetStream, scopes DashScopes, h
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *DashWatcher) SetScopes(ctx context.Context, scopes DashScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -151,11 +154,16 @@ func (w *DashWatcher) SetScopes(ctx context.Context, scopes DashScopes) error {
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *DashWatcher) AddHandlers(h DashHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindItem, h.OnItem),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *DashWatcher) AddHandlers(h DashHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindItem, h.OnItem),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -164,10 +172,9 @@ func (w *DashWatcher) AddHandlers(h DashHandlers) (*kvwatch.Registration, error)
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *DashWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindItem)
+	return w.impl.Events(ctx, w.bindItem)
 }
 
 // DashCheckpoint is the state of a DashWatcher at one revision: every cached
@@ -189,7 +196,7 @@ type DashCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *DashWatcher) Checkpoint() (DashCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return DashCheckpoint{}, err
 	}
@@ -197,22 +204,22 @@ func (w *DashWatcher) Checkpoint() (DashCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Item:          kvwatch.EntriesOf(cp, &kvwDashItemKind),
+		Item:          kvwatchimpl.EntriesOf(cp, &kvwDashItemKind),
 	}, nil
 }
 
 // Resume is the option that starts a DashWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp DashCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwDashItemKind, cp.Item)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwDashItemKind, cp.Item)
+	return kvwatchimpl.Resume(state)
 }
 
 // DashBucket reads and writes entries of bucket -dash with typed keys and
@@ -224,11 +231,12 @@ type DashBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenDashBucket opens bucket -dash, or the bucket kvwatch.WithBucket among
-// opts names (-dash-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenDashBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*DashBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwDashSpec, opts...)
+// OpenDashBucket opens bucket -dash, or the bucket kvclient.WithBucketName
+// among opts names (-dash-staging; an edge server's mirror, whose writes go
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenDashBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*DashBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwDashSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +249,7 @@ func OpenDashBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch
 // NewDashBucket wraps kv: bucket -dash, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenDashBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenDashBucket for them.
 func NewDashBucket(kv jetstream.KeyValue) *DashBucket {
 	return &DashBucket{kv: kv}
 }
@@ -253,7 +261,7 @@ func (b *DashBucket) KeyValue() jetstream.KeyValue {
 
 // PutItem stores v under key and returns the new revision.
 func (b *DashBucket) PutItem(ctx context.Context, key ItemKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwDashItemKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwDashItemKind, key, v)
 }
 
 // CreateItem stores v under key only if key does not exist or was deleted,
@@ -261,7 +269,7 @@ func (b *DashBucket) PutItem(ctx context.Context, key ItemKey, v string) (uint64
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *DashBucket) CreateItem(ctx context.Context, key ItemKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwDashItemKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwDashItemKind, key, v, opts...)
 }
 
 // UpdateItem stores v under key only if key is still at revision
@@ -269,82 +277,83 @@ func (b *DashBucket) CreateItem(ctx context.Context, key ItemKey, v string, opts
 // matches jetstream.ErrKeyRevisionMismatch. ModifyItem retries such conflicts
 // for you.
 func (b *DashBucket) UpdateItem(ctx context.Context, key ItemKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwDashItemKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwDashItemKind, key, v, revision)
 }
 
 // ModifyItem reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *DashBucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwDashItemKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *DashBucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwDashItemKind, key, fn, opts...)
 }
 
 // GetItem reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *DashBucket) GetItem(ctx context.Context, key ItemKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwDashItemKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwDashItemKind, key)
 }
 
 // GetItemRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *DashBucket) GetItemRevision(ctx context.Context, key ItemKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwDashItemKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwDashItemKind, key, revision)
 }
 
 // DeleteItem deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *DashBucket) DeleteItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwDashItemKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwDashItemKind, key, opts...)
 }
 
 // PurgeItem deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *DashBucket) PurgeItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwDashItemKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwDashItemKind, key, opts...)
 }
 
 // ItemHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *DashBucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwDashItemKind, key)
+func (b *DashBucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwDashItemKind, key)
 }
 
 // ListItem reads the Item entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *DashBucket) ListItem(ctx context.Context, scopes DashScopes) ([]kvwatch.Entry[ItemKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwDashSpec, &kvwDashItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwDashSpec, &kvwDashItemKind, scopes.KVWatchScopes())
 }
 
 // ItemKeys reads the keys of the Item entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *DashBucket) ItemKeys(ctx context.Context, scopes DashScopes) ([]ItemKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwDashSpec, &kvwDashItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwDashSpec, &kvwDashItemKind, scopes.KVWatchScopes())
 }
 
 // DashBatch collects writes to bucket -dash that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type DashBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see DashBatch).
 func (b *DashBucket) Batch() *DashBatch {
-	return &DashBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &DashBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutItem adds a put of v under key.
 func (t *DashBatch) PutItem(key ItemKey, v string) *DashBatch {
-	kvwatch.BatchPut(t.b, &kvwDashItemKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwDashItemKind, key, v)
 	return t
 }
 
@@ -352,26 +361,26 @@ func (t *DashBatch) PutItem(key ItemKey, v string) *DashBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *DashBatch) UpdateItem(key ItemKey, v string, revision uint64) *DashBatch {
-	kvwatch.BatchUpdate(t.b, &kvwDashItemKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwDashItemKind, key, v, revision)
 	return t
 }
 
 // DeleteItem adds a delete of key.
 func (t *DashBatch) DeleteItem(key ItemKey) *DashBatch {
-	kvwatch.BatchDelete(t.b, &kvwDashItemKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwDashItemKind, key, false)
 	return t
 }
 
 // PurgeItem adds a purge of key (its history too).
 func (t *DashBatch) PurgeItem(key ItemKey) *DashBatch {
-	kvwatch.BatchDelete(t.b, &kvwDashItemKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwDashItemKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewDashBucket rather than OpenDashBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewDashBucket rather than OpenDashBucket.
 func (t *DashBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -381,18 +390,18 @@ func (t *DashBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateDashBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*DashBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwDashSpec, opts...)
+func CreateOrUpdateDashBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*DashBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwDashSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package filenames
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type EdgeWindowsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s EdgeWindowsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s EdgeWindowsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,16 +104,17 @@ type EdgeWindowsHandlers struct {
 
 // EdgeWindowsWatcher watches bucket edge_windows within a set of scopes,
 // served by at most one consumer at any moment however many scopes and kinds
-// it covers. The embedded *kvwatch.Watcher provides WaitSynced, Synced,
-// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
+// it covers. The embedded kvwatch.Watcher provides WaitSynced, WaitRevision,
+// Synced, Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type EdgeWindowsWatcher struct {
-	*kvwatch.Watcher
-	bindEdge *kvwatch.Binding[EdgeKey, string]
+	kvwatch.Watcher
+	impl     *kvwatchimpl.Watcher
+	bindEdge *kvwatchimpl.Binding[EdgeKey, string]
 }
 
 // EdgeCache returns the read-only cache of the Edge entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *EdgeWindowsWatcher) EdgeCache() *kvwatch.Cache[EdgeKey, string] {
+func (w *EdgeWindowsWatcher) EdgeCache() kvwatch.Cache[EdgeKey, string] {
 	return w.bindEdge.Cache()
 }
 
@@ -122,14 +124,15 @@ func (w *EdgeWindowsWatcher) EdgeCache() *kvwatch.Cache[EdgeKey, string] {
 // (*kvwatch.ScopeError); empty scopes watch nothing, with no consumer. ctx
 // bounds the whole watch: cancelling it stops the watcher like Stop does.
 func WatchEdgeWindows(ctx context.Context, js jetstream.JetStream, scopes EdgeWindowsScopes, h EdgeWindowsHandlers, opts ...kvwatch.Option) (*EdgeWindowsWatcher, error) {
-	bindEdge := kvwatch.Bind(&kvwEdgeWindowsEdgeKind, h.OnEdge)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwEdgeWindowsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindEdge}, opts...)
+	bindEdge := kvwatchimpl.Bind(&kvwEdgeWindowsEdgeKind, h.OnEdge)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwEdgeWindowsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindEdge}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &EdgeWindowsWatcher{
 		Watcher:  w,
+		impl:     w,
 		bindEdge: bindEdge,
 	}, nil
 }
@@ -137,11 +140,11 @@ func WatchEdgeWindows(ctx context.Context, js jetstream.JetStream, scopes EdgeWi
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *EdgeWindowsWatcher) SetScopes(ctx context.Context, scopes EdgeWindowsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -151,11 +154,16 @@ func (w *EdgeWindowsWatcher) SetScopes(ctx context.Context, scopes EdgeWindowsSc
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *EdgeWindowsWatcher) AddHandlers(h EdgeWindowsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindEdge, h.OnEdge),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *EdgeWindowsWatcher) AddHandlers(h EdgeWindowsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindEdge, h.OnEdge),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -164,10 +172,9 @@ func (w *EdgeWindowsWatcher) AddHandlers(h EdgeWindowsHandlers) (*kvwatch.Regist
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *EdgeWindowsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindEdge)
+	return w.impl.Events(ctx, w.bindEdge)
 }
 
 // EdgeWindowsCheckpoint is the state of an EdgeWindowsWatcher at one
@@ -189,7 +196,7 @@ type EdgeWindowsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *EdgeWindowsWatcher) Checkpoint() (EdgeWindowsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return EdgeWindowsCheckpoint{}, err
 	}
@@ -197,22 +204,22 @@ func (w *EdgeWindowsWatcher) Checkpoint() (EdgeWindowsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Edge:          kvwatch.EntriesOf(cp, &kvwEdgeWindowsEdgeKind),
+		Edge:          kvwatchimpl.EntriesOf(cp, &kvwEdgeWindowsEdgeKind),
 	}, nil
 }
 
 // Resume is the option that starts an EdgeWindowsWatcher from cp: its caches
 // are filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp EdgeWindowsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwEdgeWindowsEdgeKind, cp.Edge)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwEdgeWindowsEdgeKind, cp.Edge)
+	return kvwatchimpl.Resume(state)
 }
 
 // EdgeWindowsBucket reads and writes entries of bucket edge_windows with
@@ -225,11 +232,12 @@ type EdgeWindowsBucket struct {
 }
 
 // OpenEdgeWindowsBucket opens bucket edge_windows, or the bucket
-// kvwatch.WithBucket among opts names (edge_windows-staging; an edge server's
-// mirror, whose writes go to the hub). Its List, Keys and History methods
-// read through js.
-func OpenEdgeWindowsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*EdgeWindowsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwEdgeWindowsSpec, opts...)
+// kvclient.WithBucketName among opts names (edge_windows-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenEdgeWindowsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*EdgeWindowsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwEdgeWindowsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +250,7 @@ func OpenEdgeWindowsBucket(ctx context.Context, js jetstream.JetStream, opts ...
 // NewEdgeWindowsBucket wraps kv: bucket edge_windows, or the bucket that
 // holds its keys under a name the environment gives it. Watch that bucket
 // with kvwatch.WithBucket. Its List, Keys and History methods need the
-// JetStream context (kvwatch.ErrNoJetStream): use OpenEdgeWindowsBucket for
+// JetStream context (kvclient.ErrNoJetStream): use OpenEdgeWindowsBucket for
 // them.
 func NewEdgeWindowsBucket(kv jetstream.KeyValue) *EdgeWindowsBucket {
 	return &EdgeWindowsBucket{kv: kv}
@@ -255,7 +263,7 @@ func (b *EdgeWindowsBucket) KeyValue() jetstream.KeyValue {
 
 // PutEdge stores v under key and returns the new revision.
 func (b *EdgeWindowsBucket) PutEdge(ctx context.Context, key EdgeKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v)
 }
 
 // CreateEdge stores v under key only if key does not exist or was deleted,
@@ -263,7 +271,7 @@ func (b *EdgeWindowsBucket) PutEdge(ctx context.Context, key EdgeKey, v string) 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *EdgeWindowsBucket) CreateEdge(ctx context.Context, key EdgeKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v, opts...)
 }
 
 // UpdateEdge stores v under key only if key is still at revision
@@ -271,84 +279,84 @@ func (b *EdgeWindowsBucket) CreateEdge(ctx context.Context, key EdgeKey, v strin
 // matches jetstream.ErrKeyRevisionMismatch. ModifyEdge retries such conflicts
 // for you.
 func (b *EdgeWindowsBucket) UpdateEdge(ctx context.Context, key EdgeKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, v, revision)
 }
 
 // ModifyEdge reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *EdgeWindowsBucket) ModifyEdge(ctx context.Context, key EdgeKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *EdgeWindowsBucket) ModifyEdge(ctx context.Context, key EdgeKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, fn, opts...)
 }
 
 // GetEdge reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *EdgeWindowsBucket) GetEdge(ctx context.Context, key EdgeKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key)
 }
 
 // GetEdgeRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *EdgeWindowsBucket) GetEdgeRevision(ctx context.Context, key EdgeKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, revision)
 }
 
 // DeleteEdge deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *EdgeWindowsBucket) DeleteEdge(ctx context.Context, key EdgeKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, opts...)
 }
 
 // PurgeEdge deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *EdgeWindowsBucket) PurgeEdge(ctx context.Context, key EdgeKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwEdgeWindowsEdgeKind, key, opts...)
 }
 
 // EdgeHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *EdgeWindowsBucket) EdgeHistory(ctx context.Context, key EdgeKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwEdgeWindowsEdgeKind, key)
+func (b *EdgeWindowsBucket) EdgeHistory(ctx context.Context, key EdgeKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwEdgeWindowsEdgeKind, key)
 }
 
 // ListEdge reads the Edge entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *EdgeWindowsBucket) ListEdge(ctx context.Context, scopes EdgeWindowsScopes) ([]kvwatch.Entry[EdgeKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwEdgeWindowsSpec, &kvwEdgeWindowsEdgeKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwEdgeWindowsSpec, &kvwEdgeWindowsEdgeKind, scopes.KVWatchScopes())
 }
 
 // EdgeKeys reads the keys of the Edge entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *EdgeWindowsBucket) EdgeKeys(ctx context.Context, scopes EdgeWindowsScopes) ([]EdgeKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwEdgeWindowsSpec, &kvwEdgeWindowsEdgeKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwEdgeWindowsSpec, &kvwEdgeWindowsEdgeKind, scopes.KVWatchScopes())
 }
 
 // EdgeWindowsBatch collects writes to bucket edge_windows that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type EdgeWindowsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see
 // EdgeWindowsBatch).
 func (b *EdgeWindowsBucket) Batch() *EdgeWindowsBatch {
-	return &EdgeWindowsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &EdgeWindowsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutEdge adds a put of v under key.
 func (t *EdgeWindowsBatch) PutEdge(key EdgeKey, v string) *EdgeWindowsBatch {
-	kvwatch.BatchPut(t.b, &kvwEdgeWindowsEdgeKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwEdgeWindowsEdgeKind, key, v)
 	return t
 }
 
@@ -356,26 +364,26 @@ func (t *EdgeWindowsBatch) PutEdge(key EdgeKey, v string) *EdgeWindowsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *EdgeWindowsBatch) UpdateEdge(key EdgeKey, v string, revision uint64) *EdgeWindowsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwEdgeWindowsEdgeKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwEdgeWindowsEdgeKind, key, v, revision)
 	return t
 }
 
 // DeleteEdge adds a delete of key.
 func (t *EdgeWindowsBatch) DeleteEdge(key EdgeKey) *EdgeWindowsBatch {
-	kvwatch.BatchDelete(t.b, &kvwEdgeWindowsEdgeKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwEdgeWindowsEdgeKind, key, false)
 	return t
 }
 
 // PurgeEdge adds a purge of key (its history too).
 func (t *EdgeWindowsBatch) PurgeEdge(key EdgeKey) *EdgeWindowsBatch {
-	kvwatch.BatchDelete(t.b, &kvwEdgeWindowsEdgeKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwEdgeWindowsEdgeKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewEdgeWindowsBucket rather than OpenEdgeWindowsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewEdgeWindowsBucket rather than OpenEdgeWindowsBucket.
 func (t *EdgeWindowsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -385,18 +393,18 @@ func (t *EdgeWindowsBatch) Commit(ctx context.Context) (uint64, error) {
 // and returns its client. The schema declares no configuration: every setting
 // takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateEdgeWindowsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*EdgeWindowsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwEdgeWindowsSpec, opts...)
+func CreateOrUpdateEdgeWindowsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*EdgeWindowsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwEdgeWindowsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package filenames
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type HiddenScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s HiddenScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s HiddenScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,17 +104,18 @@ type HiddenHandlers struct {
 
 // HiddenWatcher watches bucket _hidden within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type HiddenWatcher struct {
-	*kvwatch.Watcher
-	bindSecret *kvwatch.Binding[SecretKey, string]
+	kvwatch.Watcher
+	impl       *kvwatchimpl.Watcher
+	bindSecret *kvwatchimpl.Binding[SecretKey, string]
 }
 
 // SecretCache returns the read-only cache of the Secret entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *HiddenWatcher) SecretCache() *kvwatch.Cache[SecretKey, string] {
+func (w *HiddenWatcher) SecretCache() kvwatch.Cache[SecretKey, string] {
 	return w.bindSecret.Cache()
 }
 
@@ -123,14 +125,15 @@ func (w *HiddenWatcher) SecretCache() *kvwatch.Cache[SecretKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchHidden(ctx context.Context, js jetstream.JetStream, scopes HiddenScopes, h HiddenHandlers, opts ...kvwatch.Option) (*HiddenWatcher, error) {
-	bindSecret := kvwatch.Bind(&kvwHiddenSecretKind, h.OnSecret)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwHiddenSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindSecret}, opts...)
+	bindSecret := kvwatchimpl.Bind(&kvwHiddenSecretKind, h.OnSecret)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwHiddenSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindSecret}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &HiddenWatcher{
 		Watcher:    w,
+		impl:       w,
 		bindSecret: bindSecret,
 	}, nil
 }
@@ -138,11 +141,11 @@ func WatchHidden(ctx context.Context, js jetstream.JetStream, scopes HiddenScope
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *HiddenWatcher) SetScopes(ctx context.Context, scopes HiddenScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -152,11 +155,16 @@ func (w *HiddenWatcher) SetScopes(ctx context.Context, scopes HiddenScopes) erro
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *HiddenWatcher) AddHandlers(h HiddenHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindSecret, h.OnSecret),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *HiddenWatcher) AddHandlers(h HiddenHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindSecret, h.OnSecret),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -165,10 +173,9 @@ func (w *HiddenWatcher) AddHandlers(h HiddenHandlers) (*kvwatch.Registration, er
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *HiddenWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindSecret)
+	return w.impl.Events(ctx, w.bindSecret)
 }
 
 // HiddenCheckpoint is the state of a HiddenWatcher at one revision: every
@@ -190,7 +197,7 @@ type HiddenCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *HiddenWatcher) Checkpoint() (HiddenCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return HiddenCheckpoint{}, err
 	}
@@ -198,22 +205,22 @@ func (w *HiddenWatcher) Checkpoint() (HiddenCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Secret:        kvwatch.EntriesOf(cp, &kvwHiddenSecretKind),
+		Secret:        kvwatchimpl.EntriesOf(cp, &kvwHiddenSecretKind),
 	}, nil
 }
 
 // Resume is the option that starts a HiddenWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp HiddenCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwHiddenSecretKind, cp.Secret)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwHiddenSecretKind, cp.Secret)
+	return kvwatchimpl.Resume(state)
 }
 
 // HiddenBucket reads and writes entries of bucket _hidden with typed keys and
@@ -225,11 +232,13 @@ type HiddenBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenHiddenBucket opens bucket _hidden, or the bucket kvwatch.WithBucket
-// among opts names (_hidden-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenHiddenBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*HiddenBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwHiddenSpec, opts...)
+// OpenHiddenBucket opens bucket _hidden, or the bucket
+// kvclient.WithBucketName among opts names (_hidden-staging; an edge server's
+// mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenHiddenBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*HiddenBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwHiddenSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +251,7 @@ func OpenHiddenBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwat
 // NewHiddenBucket wraps kv: bucket _hidden, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenHiddenBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenHiddenBucket for them.
 func NewHiddenBucket(kv jetstream.KeyValue) *HiddenBucket {
 	return &HiddenBucket{kv: kv}
 }
@@ -254,7 +263,7 @@ func (b *HiddenBucket) KeyValue() jetstream.KeyValue {
 
 // PutSecret stores v under key and returns the new revision.
 func (b *HiddenBucket) PutSecret(ctx context.Context, key SecretKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwHiddenSecretKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwHiddenSecretKind, key, v)
 }
 
 // CreateSecret stores v under key only if key does not exist or was deleted,
@@ -262,7 +271,7 @@ func (b *HiddenBucket) PutSecret(ctx context.Context, key SecretKey, v string) (
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *HiddenBucket) CreateSecret(ctx context.Context, key SecretKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwHiddenSecretKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwHiddenSecretKind, key, v, opts...)
 }
 
 // UpdateSecret stores v under key only if key is still at revision
@@ -270,84 +279,84 @@ func (b *HiddenBucket) CreateSecret(ctx context.Context, key SecretKey, v string
 // matches jetstream.ErrKeyRevisionMismatch. ModifySecret retries such
 // conflicts for you.
 func (b *HiddenBucket) UpdateSecret(ctx context.Context, key SecretKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwHiddenSecretKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwHiddenSecretKind, key, v, revision)
 }
 
 // ModifySecret reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *HiddenBucket) ModifySecret(ctx context.Context, key SecretKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwHiddenSecretKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *HiddenBucket) ModifySecret(ctx context.Context, key SecretKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwHiddenSecretKind, key, fn, opts...)
 }
 
 // GetSecret reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *HiddenBucket) GetSecret(ctx context.Context, key SecretKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwHiddenSecretKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwHiddenSecretKind, key)
 }
 
 // GetSecretRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *HiddenBucket) GetSecretRevision(ctx context.Context, key SecretKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwHiddenSecretKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwHiddenSecretKind, key, revision)
 }
 
 // DeleteSecret deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *HiddenBucket) DeleteSecret(ctx context.Context, key SecretKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwHiddenSecretKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwHiddenSecretKind, key, opts...)
 }
 
 // PurgeSecret deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *HiddenBucket) PurgeSecret(ctx context.Context, key SecretKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwHiddenSecretKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwHiddenSecretKind, key, opts...)
 }
 
 // SecretHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *HiddenBucket) SecretHistory(ctx context.Context, key SecretKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwHiddenSecretKind, key)
+func (b *HiddenBucket) SecretHistory(ctx context.Context, key SecretKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwHiddenSecretKind, key)
 }
 
 // ListSecret reads the Secret entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *HiddenBucket) ListSecret(ctx context.Context, scopes HiddenScopes) ([]kvwatch.Entry[SecretKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwHiddenSpec, &kvwHiddenSecretKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwHiddenSpec, &kvwHiddenSecretKind, scopes.KVWatchScopes())
 }
 
 // SecretKeys reads the keys of the Secret entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *HiddenBucket) SecretKeys(ctx context.Context, scopes HiddenScopes) ([]SecretKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHiddenSpec, &kvwHiddenSecretKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwHiddenSpec, &kvwHiddenSecretKind, scopes.KVWatchScopes())
 }
 
 // HiddenBatch collects writes to bucket _hidden that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type HiddenBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see HiddenBatch).
 func (b *HiddenBucket) Batch() *HiddenBatch {
-	return &HiddenBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &HiddenBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutSecret adds a put of v under key.
 func (t *HiddenBatch) PutSecret(key SecretKey, v string) *HiddenBatch {
-	kvwatch.BatchPut(t.b, &kvwHiddenSecretKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwHiddenSecretKind, key, v)
 	return t
 }
 
@@ -355,26 +364,26 @@ func (t *HiddenBatch) PutSecret(key SecretKey, v string) *HiddenBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *HiddenBatch) UpdateSecret(key SecretKey, v string, revision uint64) *HiddenBatch {
-	kvwatch.BatchUpdate(t.b, &kvwHiddenSecretKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwHiddenSecretKind, key, v, revision)
 	return t
 }
 
 // DeleteSecret adds a delete of key.
 func (t *HiddenBatch) DeleteSecret(key SecretKey) *HiddenBatch {
-	kvwatch.BatchDelete(t.b, &kvwHiddenSecretKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwHiddenSecretKind, key, false)
 	return t
 }
 
 // PurgeSecret adds a purge of key (its history too).
 func (t *HiddenBatch) PurgeSecret(key SecretKey) *HiddenBatch {
-	kvwatch.BatchDelete(t.b, &kvwHiddenSecretKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwHiddenSecretKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewHiddenBucket rather than OpenHiddenBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewHiddenBucket rather than OpenHiddenBucket.
 func (t *HiddenBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -384,18 +393,18 @@ func (t *HiddenBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateHiddenBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*HiddenBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwHiddenSpec, opts...)
+func CreateOrUpdateHiddenBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*HiddenBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwHiddenSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package filenames
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type XAmd64Scopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s XAmd64Scopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s XAmd64Scopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,16 +104,17 @@ type XAmd64Handlers struct {
 
 // XAmd64Watcher watches bucket x_amd64 within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type XAmd64Watcher struct {
-	*kvwatch.Watcher
-	bindX *kvwatch.Binding[XKey, string]
+	kvwatch.Watcher
+	impl  *kvwatchimpl.Watcher
+	bindX *kvwatchimpl.Binding[XKey, string]
 }
 
 // XCache returns the read-only cache of the X entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *XAmd64Watcher) XCache() *kvwatch.Cache[XKey, string] {
+func (w *XAmd64Watcher) XCache() kvwatch.Cache[XKey, string] {
 	return w.bindX.Cache()
 }
 
@@ -122,14 +124,15 @@ func (w *XAmd64Watcher) XCache() *kvwatch.Cache[XKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchXAmd64(ctx context.Context, js jetstream.JetStream, scopes XAmd64Scopes, h XAmd64Handlers, opts ...kvwatch.Option) (*XAmd64Watcher, error) {
-	bindX := kvwatch.Bind(&kvwXAmd64XKind, h.OnX)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwXAmd64Spec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindX}, opts...)
+	bindX := kvwatchimpl.Bind(&kvwXAmd64XKind, h.OnX)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwXAmd64Spec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindX}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &XAmd64Watcher{
 		Watcher: w,
+		impl:    w,
 		bindX:   bindX,
 	}, nil
 }
@@ -137,11 +140,11 @@ func WatchXAmd64(ctx context.Context, js jetstream.JetStream, scopes XAmd64Scope
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *XAmd64Watcher) SetScopes(ctx context.Context, scopes XAmd64Scopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -151,11 +154,16 @@ func (w *XAmd64Watcher) SetScopes(ctx context.Context, scopes XAmd64Scopes) erro
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *XAmd64Watcher) AddHandlers(h XAmd64Handlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindX, h.OnX),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *XAmd64Watcher) AddHandlers(h XAmd64Handlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindX, h.OnX),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -164,10 +172,9 @@ func (w *XAmd64Watcher) AddHandlers(h XAmd64Handlers) (*kvwatch.Registration, er
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *XAmd64Watcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindX)
+	return w.impl.Events(ctx, w.bindX)
 }
 
 // XAmd64Checkpoint is the state of an XAmd64Watcher at one revision: every
@@ -189,7 +196,7 @@ type XAmd64Checkpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *XAmd64Watcher) Checkpoint() (XAmd64Checkpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return XAmd64Checkpoint{}, err
 	}
@@ -197,22 +204,22 @@ func (w *XAmd64Watcher) Checkpoint() (XAmd64Checkpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		X:             kvwatch.EntriesOf(cp, &kvwXAmd64XKind),
+		X:             kvwatchimpl.EntriesOf(cp, &kvwXAmd64XKind),
 	}, nil
 }
 
 // Resume is the option that starts an XAmd64Watcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp XAmd64Checkpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwXAmd64XKind, cp.X)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwXAmd64XKind, cp.X)
+	return kvwatchimpl.Resume(state)
 }
 
 // XAmd64Bucket reads and writes entries of bucket x_amd64 with typed keys and
@@ -224,11 +231,13 @@ type XAmd64Bucket struct {
 	js jetstream.JetStream
 }
 
-// OpenXAmd64Bucket opens bucket x_amd64, or the bucket kvwatch.WithBucket
-// among opts names (x_amd64-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenXAmd64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*XAmd64Bucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwXAmd64Spec, opts...)
+// OpenXAmd64Bucket opens bucket x_amd64, or the bucket
+// kvclient.WithBucketName among opts names (x_amd64-staging; an edge server's
+// mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenXAmd64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*XAmd64Bucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwXAmd64Spec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +250,7 @@ func OpenXAmd64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwat
 // NewXAmd64Bucket wraps kv: bucket x_amd64, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenXAmd64Bucket for them.
+// context (kvclient.ErrNoJetStream): use OpenXAmd64Bucket for them.
 func NewXAmd64Bucket(kv jetstream.KeyValue) *XAmd64Bucket {
 	return &XAmd64Bucket{kv: kv}
 }
@@ -253,7 +262,7 @@ func (b *XAmd64Bucket) KeyValue() jetstream.KeyValue {
 
 // PutX stores v under key and returns the new revision.
 func (b *XAmd64Bucket) PutX(ctx context.Context, key XKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwXAmd64XKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwXAmd64XKind, key, v)
 }
 
 // CreateX stores v under key only if key does not exist or was deleted, and
@@ -261,7 +270,7 @@ func (b *XAmd64Bucket) PutX(ctx context.Context, key XKey, v string) (uint64, er
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *XAmd64Bucket) CreateX(ctx context.Context, key XKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwXAmd64XKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwXAmd64XKind, key, v, opts...)
 }
 
 // UpdateX stores v under key only if key is still at revision
@@ -269,83 +278,83 @@ func (b *XAmd64Bucket) CreateX(ctx context.Context, key XKey, v string, opts ...
 // matches jetstream.ErrKeyRevisionMismatch. ModifyX retries such conflicts
 // for you.
 func (b *XAmd64Bucket) UpdateX(ctx context.Context, key XKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwXAmd64XKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwXAmd64XKind, key, v, revision)
 }
 
 // ModifyX reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *XAmd64Bucket) ModifyX(ctx context.Context, key XKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwXAmd64XKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *XAmd64Bucket) ModifyX(ctx context.Context, key XKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwXAmd64XKind, key, fn, opts...)
 }
 
 // GetX reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *XAmd64Bucket) GetX(ctx context.Context, key XKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwXAmd64XKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwXAmd64XKind, key)
 }
 
 // GetXRevision reads key as it was at revision; a revision that is not key's,
 // or a delete, is jetstream.ErrKeyNotFound.
 func (b *XAmd64Bucket) GetXRevision(ctx context.Context, key XKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwXAmd64XKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwXAmd64XKind, key, revision)
 }
 
 // DeleteX deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *XAmd64Bucket) DeleteX(ctx context.Context, key XKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwXAmd64XKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwXAmd64XKind, key, opts...)
 }
 
 // PurgeX deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *XAmd64Bucket) PurgeX(ctx context.Context, key XKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwXAmd64XKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwXAmd64XKind, key, opts...)
 }
 
 // XHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *XAmd64Bucket) XHistory(ctx context.Context, key XKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwXAmd64XKind, key)
+func (b *XAmd64Bucket) XHistory(ctx context.Context, key XKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwXAmd64XKind, key)
 }
 
 // ListX reads the X entries within scopes, sorted by key, without a consumer:
-// exact as of the revision returned (see kvwatch.List; an entry that does not
-// decode is reported in the error, the others returned).
+// exact as of the revision returned (see package kvclient; an entry that does
+// not decode is reported in the error, the others returned).
 func (b *XAmd64Bucket) ListX(ctx context.Context, scopes XAmd64Scopes) ([]kvwatch.Entry[XKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwXAmd64Spec, &kvwXAmd64XKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwXAmd64Spec, &kvwXAmd64XKind, scopes.KVWatchScopes())
 }
 
 // XKeys reads the keys of the X entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *XAmd64Bucket) XKeys(ctx context.Context, scopes XAmd64Scopes) ([]XKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwXAmd64Spec, &kvwXAmd64XKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwXAmd64Spec, &kvwXAmd64XKind, scopes.KVWatchScopes())
 }
 
 // XAmd64Batch collects writes to bucket x_amd64 that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type XAmd64Batch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see XAmd64Batch).
 func (b *XAmd64Bucket) Batch() *XAmd64Batch {
-	return &XAmd64Batch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &XAmd64Batch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutX adds a put of v under key.
 func (t *XAmd64Batch) PutX(key XKey, v string) *XAmd64Batch {
-	kvwatch.BatchPut(t.b, &kvwXAmd64XKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwXAmd64XKind, key, v)
 	return t
 }
 
@@ -353,26 +362,26 @@ func (t *XAmd64Batch) PutX(key XKey, v string) *XAmd64Batch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *XAmd64Batch) UpdateX(key XKey, v string, revision uint64) *XAmd64Batch {
-	kvwatch.BatchUpdate(t.b, &kvwXAmd64XKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwXAmd64XKind, key, v, revision)
 	return t
 }
 
 // DeleteX adds a delete of key.
 func (t *XAmd64Batch) DeleteX(key XKey) *XAmd64Batch {
-	kvwatch.BatchDelete(t.b, &kvwXAmd64XKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwXAmd64XKind, key, false)
 	return t
 }
 
 // PurgeX adds a purge of key (its history too).
 func (t *XAmd64Batch) PurgeX(key XKey) *XAmd64Batch {
-	kvwatch.BatchDelete(t.b, &kvwXAmd64XKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwXAmd64XKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewXAmd64Bucket rather than OpenXAmd64Bucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewXAmd64Bucket rather than OpenXAmd64Bucket.
 func (t *XAmd64Batch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -382,18 +391,18 @@ func (t *XAmd64Batch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateXAmd64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*XAmd64Bucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwXAmd64Spec, opts...)
+func CreateOrUpdateXAmd64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*XAmd64Bucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwXAmd64Spec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package filenames
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type YLinuxARM64Scopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s YLinuxARM64Scopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s YLinuxARM64Scopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,16 +104,17 @@ type YLinuxARM64Handlers struct {
 
 // YLinuxARM64Watcher watches bucket Y_Linux_ARM64 within a set of scopes,
 // served by at most one consumer at any moment however many scopes and kinds
-// it covers. The embedded *kvwatch.Watcher provides WaitSynced, Synced,
-// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
+// it covers. The embedded kvwatch.Watcher provides WaitSynced, WaitRevision,
+// Synced, Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type YLinuxARM64Watcher struct {
-	*kvwatch.Watcher
-	bindY *kvwatch.Binding[YKey, string]
+	kvwatch.Watcher
+	impl  *kvwatchimpl.Watcher
+	bindY *kvwatchimpl.Binding[YKey, string]
 }
 
 // YCache returns the read-only cache of the Y entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *YLinuxARM64Watcher) YCache() *kvwatch.Cache[YKey, string] {
+func (w *YLinuxARM64Watcher) YCache() kvwatch.Cache[YKey, string] {
 	return w.bindY.Cache()
 }
 
@@ -122,14 +124,15 @@ func (w *YLinuxARM64Watcher) YCache() *kvwatch.Cache[YKey, string] {
 // (*kvwatch.ScopeError); empty scopes watch nothing, with no consumer. ctx
 // bounds the whole watch: cancelling it stops the watcher like Stop does.
 func WatchYLinuxARM64(ctx context.Context, js jetstream.JetStream, scopes YLinuxARM64Scopes, h YLinuxARM64Handlers, opts ...kvwatch.Option) (*YLinuxARM64Watcher, error) {
-	bindY := kvwatch.Bind(&kvwYLinuxARM64YKind, h.OnY)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwYLinuxARM64Spec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindY}, opts...)
+	bindY := kvwatchimpl.Bind(&kvwYLinuxARM64YKind, h.OnY)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwYLinuxARM64Spec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindY}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &YLinuxARM64Watcher{
 		Watcher: w,
+		impl:    w,
 		bindY:   bindY,
 	}, nil
 }
@@ -137,11 +140,11 @@ func WatchYLinuxARM64(ctx context.Context, js jetstream.JetStream, scopes YLinux
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *YLinuxARM64Watcher) SetScopes(ctx context.Context, scopes YLinuxARM64Scopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -151,11 +154,16 @@ func (w *YLinuxARM64Watcher) SetScopes(ctx context.Context, scopes YLinuxARM64Sc
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *YLinuxARM64Watcher) AddHandlers(h YLinuxARM64Handlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindY, h.OnY),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *YLinuxARM64Watcher) AddHandlers(h YLinuxARM64Handlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindY, h.OnY),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -164,10 +172,9 @@ func (w *YLinuxARM64Watcher) AddHandlers(h YLinuxARM64Handlers) (*kvwatch.Regist
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *YLinuxARM64Watcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindY)
+	return w.impl.Events(ctx, w.bindY)
 }
 
 // YLinuxARM64Checkpoint is the state of a YLinuxARM64Watcher at one revision:
@@ -189,7 +196,7 @@ type YLinuxARM64Checkpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *YLinuxARM64Watcher) Checkpoint() (YLinuxARM64Checkpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return YLinuxARM64Checkpoint{}, err
 	}
@@ -197,22 +204,22 @@ func (w *YLinuxARM64Watcher) Checkpoint() (YLinuxARM64Checkpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Y:             kvwatch.EntriesOf(cp, &kvwYLinuxARM64YKind),
+		Y:             kvwatchimpl.EntriesOf(cp, &kvwYLinuxARM64YKind),
 	}, nil
 }
 
 // Resume is the option that starts a YLinuxARM64Watcher from cp: its caches
 // are filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp YLinuxARM64Checkpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwYLinuxARM64YKind, cp.Y)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwYLinuxARM64YKind, cp.Y)
+	return kvwatchimpl.Resume(state)
 }
 
 // YLinuxARM64Bucket reads and writes entries of bucket Y_Linux_ARM64 with
@@ -225,11 +232,12 @@ type YLinuxARM64Bucket struct {
 }
 
 // OpenYLinuxARM64Bucket opens bucket Y_Linux_ARM64, or the bucket
-// kvwatch.WithBucket among opts names (Y_Linux_ARM64-staging; an edge
-// server's mirror, whose writes go to the hub). Its List, Keys and History
-// methods read through js.
-func OpenYLinuxARM64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*YLinuxARM64Bucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwYLinuxARM64Spec, opts...)
+// kvclient.WithBucketName among opts names (Y_Linux_ARM64-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenYLinuxARM64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*YLinuxARM64Bucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwYLinuxARM64Spec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +250,7 @@ func OpenYLinuxARM64Bucket(ctx context.Context, js jetstream.JetStream, opts ...
 // NewYLinuxARM64Bucket wraps kv: bucket Y_Linux_ARM64, or the bucket that
 // holds its keys under a name the environment gives it. Watch that bucket
 // with kvwatch.WithBucket. Its List, Keys and History methods need the
-// JetStream context (kvwatch.ErrNoJetStream): use OpenYLinuxARM64Bucket for
+// JetStream context (kvclient.ErrNoJetStream): use OpenYLinuxARM64Bucket for
 // them.
 func NewYLinuxARM64Bucket(kv jetstream.KeyValue) *YLinuxARM64Bucket {
 	return &YLinuxARM64Bucket{kv: kv}
@@ -255,7 +263,7 @@ func (b *YLinuxARM64Bucket) KeyValue() jetstream.KeyValue {
 
 // PutY stores v under key and returns the new revision.
 func (b *YLinuxARM64Bucket) PutY(ctx context.Context, key YKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwYLinuxARM64YKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwYLinuxARM64YKind, key, v)
 }
 
 // CreateY stores v under key only if key does not exist or was deleted, and
@@ -263,7 +271,7 @@ func (b *YLinuxARM64Bucket) PutY(ctx context.Context, key YKey, v string) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *YLinuxARM64Bucket) CreateY(ctx context.Context, key YKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwYLinuxARM64YKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwYLinuxARM64YKind, key, v, opts...)
 }
 
 // UpdateY stores v under key only if key is still at revision
@@ -271,84 +279,84 @@ func (b *YLinuxARM64Bucket) CreateY(ctx context.Context, key YKey, v string, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyY retries such conflicts
 // for you.
 func (b *YLinuxARM64Bucket) UpdateY(ctx context.Context, key YKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwYLinuxARM64YKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwYLinuxARM64YKind, key, v, revision)
 }
 
 // ModifyY reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *YLinuxARM64Bucket) ModifyY(ctx context.Context, key YKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwYLinuxARM64YKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *YLinuxARM64Bucket) ModifyY(ctx context.Context, key YKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwYLinuxARM64YKind, key, fn, opts...)
 }
 
 // GetY reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *YLinuxARM64Bucket) GetY(ctx context.Context, key YKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwYLinuxARM64YKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwYLinuxARM64YKind, key)
 }
 
 // GetYRevision reads key as it was at revision; a revision that is not key's,
 // or a delete, is jetstream.ErrKeyNotFound.
 func (b *YLinuxARM64Bucket) GetYRevision(ctx context.Context, key YKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwYLinuxARM64YKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwYLinuxARM64YKind, key, revision)
 }
 
 // DeleteY deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *YLinuxARM64Bucket) DeleteY(ctx context.Context, key YKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwYLinuxARM64YKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwYLinuxARM64YKind, key, opts...)
 }
 
 // PurgeY deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *YLinuxARM64Bucket) PurgeY(ctx context.Context, key YKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwYLinuxARM64YKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwYLinuxARM64YKind, key, opts...)
 }
 
 // YHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *YLinuxARM64Bucket) YHistory(ctx context.Context, key YKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwYLinuxARM64YKind, key)
+func (b *YLinuxARM64Bucket) YHistory(ctx context.Context, key YKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwYLinuxARM64YKind, key)
 }
 
 // ListY reads the Y entries within scopes, sorted by key, without a consumer:
-// exact as of the revision returned (see kvwatch.List; an entry that does not
-// decode is reported in the error, the others returned).
+// exact as of the revision returned (see package kvclient; an entry that does
+// not decode is reported in the error, the others returned).
 func (b *YLinuxARM64Bucket) ListY(ctx context.Context, scopes YLinuxARM64Scopes) ([]kvwatch.Entry[YKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwYLinuxARM64Spec, &kvwYLinuxARM64YKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwYLinuxARM64Spec, &kvwYLinuxARM64YKind, scopes.KVWatchScopes())
 }
 
 // YKeys reads the keys of the Y entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *YLinuxARM64Bucket) YKeys(ctx context.Context, scopes YLinuxARM64Scopes) ([]YKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwYLinuxARM64Spec, &kvwYLinuxARM64YKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwYLinuxARM64Spec, &kvwYLinuxARM64YKind, scopes.KVWatchScopes())
 }
 
 // YLinuxARM64Batch collects writes to bucket Y_Linux_ARM64 that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type YLinuxARM64Batch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see
 // YLinuxARM64Batch).
 func (b *YLinuxARM64Bucket) Batch() *YLinuxARM64Batch {
-	return &YLinuxARM64Batch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &YLinuxARM64Batch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutY adds a put of v under key.
 func (t *YLinuxARM64Batch) PutY(key YKey, v string) *YLinuxARM64Batch {
-	kvwatch.BatchPut(t.b, &kvwYLinuxARM64YKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwYLinuxARM64YKind, key, v)
 	return t
 }
 
@@ -356,26 +364,26 @@ func (t *YLinuxARM64Batch) PutY(key YKey, v string) *YLinuxARM64Batch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *YLinuxARM64Batch) UpdateY(key YKey, v string, revision uint64) *YLinuxARM64Batch {
-	kvwatch.BatchUpdate(t.b, &kvwYLinuxARM64YKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwYLinuxARM64YKind, key, v, revision)
 	return t
 }
 
 // DeleteY adds a delete of key.
 func (t *YLinuxARM64Batch) DeleteY(key YKey) *YLinuxARM64Batch {
-	kvwatch.BatchDelete(t.b, &kvwYLinuxARM64YKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwYLinuxARM64YKind, key, false)
 	return t
 }
 
 // PurgeY adds a purge of key (its history too).
 func (t *YLinuxARM64Batch) PurgeY(key YKey) *YLinuxARM64Batch {
-	kvwatch.BatchDelete(t.b, &kvwYLinuxARM64YKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwYLinuxARM64YKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewYLinuxARM64Bucket rather than OpenYLinuxARM64Bucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewYLinuxARM64Bucket rather than OpenYLinuxARM64Bucket.
 func (t *YLinuxARM64Batch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -385,18 +393,18 @@ func (t *YLinuxARM64Batch) Commit(ctx context.Context) (uint64, error) {
 // and returns its client. The schema declares no configuration: every setting
 // takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateYLinuxARM64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*YLinuxARM64Bucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwYLinuxARM64Spec, opts...)
+func CreateOrUpdateYLinuxARM64Bucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*YLinuxARM64Bucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwYLinuxARM64Spec, opts...)
 	if err != nil {
 		return nil, err
 	}

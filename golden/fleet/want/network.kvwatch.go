@@ -4,6 +4,7 @@ package fleet
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -128,10 +129,10 @@ type NetworkScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s NetworkScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.VPC {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -166,27 +167,28 @@ type NetworkHandlers struct {
 
 // NetworkWatcher watches bucket network within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 //
 // VPC network state.
 type NetworkWatcher struct {
-	*kvwatch.Watcher
-	bindRoute     *kvwatch.Binding[RouteKey, Route]
-	bindVPCConfig *kvwatch.Binding[VPCConfigKey, VPCConfig]
+	kvwatch.Watcher
+	impl          *kvwatchimpl.Watcher
+	bindRoute     *kvwatchimpl.Binding[RouteKey, Route]
+	bindVPCConfig *kvwatchimpl.Binding[VPCConfigKey, VPCConfig]
 }
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *NetworkWatcher) RouteCache() *kvwatch.Cache[RouteKey, Route] {
+func (w *NetworkWatcher) RouteCache() kvwatch.Cache[RouteKey, Route] {
 	return w.bindRoute.Cache()
 }
 
 // VPCConfigCache returns the read-only cache of the VPCConfig entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *NetworkWatcher) VPCConfigCache() *kvwatch.Cache[VPCConfigKey, VPCConfig] {
+func (w *NetworkWatcher) VPCConfigCache() kvwatch.Cache[VPCConfigKey, VPCConfig] {
 	return w.bindVPCConfig.Cache()
 }
 
@@ -196,15 +198,16 @@ func (w *NetworkWatcher) VPCConfigCache() *kvwatch.Cache[VPCConfigKey, VPCConfig
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkScopes, h NetworkHandlers, opts ...kvwatch.Option) (*NetworkWatcher, error) {
-	bindRoute := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
-	bindVPCConfig := kvwatch.Bind(&kvwNetworkVPCConfigKind, h.OnVPCConfig)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindRoute, bindVPCConfig}, opts...)
+	bindRoute := kvwatchimpl.Bind(&kvwNetworkRouteKind, h.OnRoute)
+	bindVPCConfig := kvwatchimpl.Bind(&kvwNetworkVPCConfigKind, h.OnVPCConfig)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindRoute, bindVPCConfig}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NetworkWatcher{
 		Watcher:       w,
+		impl:          w,
 		bindRoute:     bindRoute,
 		bindVPCConfig: bindVPCConfig,
 	}, nil
@@ -213,11 +216,11 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -227,12 +230,17 @@ func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) er
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindRoute, h.OnRoute),
-		kvwatch.HandlerOf(w.bindVPCConfig, h.OnVPCConfig),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindRoute, h.OnRoute),
+		kvwatchimpl.HandlerOf(w.bindVPCConfig, h.OnVPCConfig),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -241,10 +249,9 @@ func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (*kvwatch.Registration, 
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *NetworkWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindRoute, w.bindVPCConfig)
+	return w.impl.Events(ctx, w.bindRoute, w.bindVPCConfig)
 }
 
 // NetworkCheckpoint is the state of a NetworkWatcher at one revision: every
@@ -268,7 +275,7 @@ type NetworkCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return NetworkCheckpoint{}, err
 	}
@@ -276,24 +283,24 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Route:         kvwatch.EntriesOf(cp, &kvwNetworkRouteKind),
-		VPCConfig:     kvwatch.EntriesOf(cp, &kvwNetworkVPCConfigKind),
+		Route:         kvwatchimpl.EntriesOf(cp, &kvwNetworkRouteKind),
+		VPCConfig:     kvwatchimpl.EntriesOf(cp, &kvwNetworkVPCConfigKind),
 	}, nil
 }
 
 // Resume is the option that starts a NetworkWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwNetworkRouteKind, cp.Route)
-	kvwatch.WithEntries(&state, &kvwNetworkVPCConfigKind, cp.VPCConfig)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwNetworkRouteKind, cp.Route)
+	kvwatchimpl.WithEntries(&state, &kvwNetworkVPCConfigKind, cp.VPCConfig)
+	return kvwatchimpl.Resume(state)
 }
 
 // NetworkBucket reads and writes entries of bucket network with typed keys
@@ -305,11 +312,13 @@ type NetworkBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenNetworkBucket opens bucket network, or the bucket kvwatch.WithBucket
-// among opts names (network-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*NetworkBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwNetworkSpec, opts...)
+// OpenNetworkBucket opens bucket network, or the bucket
+// kvclient.WithBucketName among opts names (network-staging; an edge server's
+// mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*NetworkBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwNetworkSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +331,7 @@ func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwa
 // NewNetworkBucket wraps kv: bucket network, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenNetworkBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenNetworkBucket for them.
 func NewNetworkBucket(kv jetstream.KeyValue) *NetworkBucket {
 	return &NetworkBucket{kv: kv}
 }
@@ -334,7 +343,7 @@ func (b *NetworkBucket) KeyValue() jetstream.KeyValue {
 
 // PutRoute stores v under key and returns the new revision.
 func (b *NetworkBucket) PutRoute(ctx context.Context, key RouteKey, v Route) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNetworkRouteKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNetworkRouteKind, key, v)
 }
 
 // CreateRoute stores v under key only if key does not exist or was deleted,
@@ -342,7 +351,7 @@ func (b *NetworkBucket) PutRoute(ctx context.Context, key RouteKey, v Route) (ui
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NetworkBucket) CreateRoute(ctx context.Context, key RouteKey, v Route, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNetworkRouteKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNetworkRouteKind, key, v, opts...)
 }
 
 // UpdateRoute stores v under key only if key is still at revision
@@ -350,68 +359,68 @@ func (b *NetworkBucket) CreateRoute(ctx context.Context, key RouteKey, v Route, 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyRoute retries such
 // conflicts for you.
 func (b *NetworkBucket) UpdateRoute(ctx context.Context, key RouteKey, v Route, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNetworkRouteKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNetworkRouteKind, key, v, revision)
 }
 
 // ModifyRoute reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NetworkBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*Route) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNetworkRouteKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *NetworkBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*Route) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNetworkRouteKind, key, fn, opts...)
 }
 
 // GetRoute reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetRoute(ctx context.Context, key RouteKey) (kvwatch.Item[Route], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNetworkRouteKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNetworkRouteKind, key)
 }
 
 // GetRouteRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetRouteRevision(ctx context.Context, key RouteKey, revision uint64) (kvwatch.Item[Route], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkRouteKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNetworkRouteKind, key, revision)
 }
 
 // DeleteRoute deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *NetworkBucket) DeleteRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
 }
 
 // PurgeRoute deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NetworkBucket) PurgeRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
 }
 
 // RouteHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *NetworkBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvwatch.HistoryEntry[Route], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkRouteKind, key)
+func (b *NetworkBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvclient.HistoryEntry[Route], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNetworkRouteKind, key)
 }
 
 // ListRoute reads the Route entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *NetworkBucket) ListRoute(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[RouteKey, Route], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
 }
 
 // RouteKeys reads the keys of the Route entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *NetworkBucket) RouteKeys(ctx context.Context, scopes NetworkScopes) ([]RouteKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
 }
 
 // PutVPCConfig stores v under key and returns the new revision.
 func (b *NetworkBucket) PutVPCConfig(ctx context.Context, key VPCConfigKey, v VPCConfig) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v)
 }
 
 // CreateVPCConfig stores v under key only if key does not exist or was
@@ -419,7 +428,7 @@ func (b *NetworkBucket) PutVPCConfig(ctx context.Context, key VPCConfigKey, v VP
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NetworkBucket) CreateVPCConfig(ctx context.Context, key VPCConfigKey, v VPCConfig, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v, opts...)
 }
 
 // UpdateVPCConfig stores v under key only if key is still at revision
@@ -427,84 +436,85 @@ func (b *NetworkBucket) CreateVPCConfig(ctx context.Context, key VPCConfigKey, v
 // matches jetstream.ErrKeyRevisionMismatch. ModifyVPCConfig retries such
 // conflicts for you.
 func (b *NetworkBucket) UpdateVPCConfig(ctx context.Context, key VPCConfigKey, v VPCConfig, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNetworkVPCConfigKind, key, v, revision)
 }
 
 // ModifyVPCConfig reads key, lets fn change a copy of its value, and writes
 // it back if key is still at the revision read; on a conflict it reads again
 // and retries, with backoff, so that concurrent modifiers each apply their
-// change once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NetworkBucket) ModifyVPCConfig(ctx context.Context, key VPCConfigKey, fn func(*VPCConfig) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNetworkVPCConfigKind, key, fn, opts...)
+// change once (see package kvclient). It returns the revision written; fn
+// returning kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent
+// among opts creates a missing key from the zero value.
+func (b *NetworkBucket) ModifyVPCConfig(ctx context.Context, key VPCConfigKey, fn func(*VPCConfig) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNetworkVPCConfigKind, key, fn, opts...)
 }
 
 // GetVPCConfig reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetVPCConfig(ctx context.Context, key VPCConfigKey) (kvwatch.Item[VPCConfig], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNetworkVPCConfigKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNetworkVPCConfigKind, key)
 }
 
 // GetVPCConfigRevision reads key as it was at revision; a revision that is
 // not key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetVPCConfigRevision(ctx context.Context, key VPCConfigKey, revision uint64) (kvwatch.Item[VPCConfig], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkVPCConfigKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNetworkVPCConfigKind, key, revision)
 }
 
 // DeleteVPCConfig deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *NetworkBucket) DeleteVPCConfig(ctx context.Context, key VPCConfigKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkVPCConfigKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNetworkVPCConfigKind, key, opts...)
 }
 
 // PurgeVPCConfig deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NetworkBucket) PurgeVPCConfig(ctx context.Context, key VPCConfigKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNetworkVPCConfigKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNetworkVPCConfigKind, key, opts...)
 }
 
 // VPCConfigHistory reads every revision the bucket keeps of key, oldest
 // first, deletes and purges included, without a consumer; a key never written
 // is jetstream.ErrKeyNotFound.
-func (b *NetworkBucket) VPCConfigHistory(ctx context.Context, key VPCConfigKey) ([]kvwatch.HistoryEntry[VPCConfig], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkVPCConfigKind, key)
+func (b *NetworkBucket) VPCConfigHistory(ctx context.Context, key VPCConfigKey) ([]kvclient.HistoryEntry[VPCConfig], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNetworkVPCConfigKind, key)
 }
 
 // ListVPCConfig reads the VPCConfig entries within scopes, sorted by key,
-// without a consumer: exact as of the revision returned (see kvwatch.List; an
-// entry that does not decode is reported in the error, the others returned).
+// without a consumer: exact as of the revision returned (see package
+// kvclient; an entry that does not decode is reported in the error, the
+// others returned).
 func (b *NetworkBucket) ListVPCConfig(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[VPCConfigKey, VPCConfig], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCConfigKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCConfigKind, scopes.KVWatchScopes())
 }
 
 // VPCConfigKeys reads the keys of the VPCConfig entries within scopes,
 // sorted, without a consumer: exact as of the revision returned.
 func (b *NetworkBucket) VPCConfigKeys(ctx context.Context, scopes NetworkScopes) ([]VPCConfigKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCConfigKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCConfigKind, scopes.KVWatchScopes())
 }
 
 // NetworkBatch collects writes to bucket network that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type NetworkBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see NetworkBatch).
 func (b *NetworkBucket) Batch() *NetworkBatch {
-	return &NetworkBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &NetworkBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutRoute adds a put of v under key.
 func (t *NetworkBatch) PutRoute(key RouteKey, v Route) *NetworkBatch {
-	kvwatch.BatchPut(t.b, &kvwNetworkRouteKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNetworkRouteKind, key, v)
 	return t
 }
 
@@ -512,25 +522,25 @@ func (t *NetworkBatch) PutRoute(key RouteKey, v Route) *NetworkBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NetworkBatch) UpdateRoute(key RouteKey, v Route, revision uint64) *NetworkBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNetworkRouteKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNetworkRouteKind, key, v, revision)
 	return t
 }
 
 // DeleteRoute adds a delete of key.
 func (t *NetworkBatch) DeleteRoute(key RouteKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkRouteKind, key, false)
 	return t
 }
 
 // PurgeRoute adds a purge of key (its history too).
 func (t *NetworkBatch) PurgeRoute(key RouteKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkRouteKind, key, true)
 	return t
 }
 
 // PutVPCConfig adds a put of v under key.
 func (t *NetworkBatch) PutVPCConfig(key VPCConfigKey, v VPCConfig) *NetworkBatch {
-	kvwatch.BatchPut(t.b, &kvwNetworkVPCConfigKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNetworkVPCConfigKind, key, v)
 	return t
 }
 
@@ -538,26 +548,26 @@ func (t *NetworkBatch) PutVPCConfig(key VPCConfigKey, v VPCConfig) *NetworkBatch
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NetworkBatch) UpdateVPCConfig(key VPCConfigKey, v VPCConfig, revision uint64) *NetworkBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNetworkVPCConfigKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNetworkVPCConfigKind, key, v, revision)
 	return t
 }
 
 // DeleteVPCConfig adds a delete of key.
 func (t *NetworkBatch) DeleteVPCConfig(key VPCConfigKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkVPCConfigKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkVPCConfigKind, key, false)
 	return t
 }
 
 // PurgeVPCConfig adds a purge of key (its history too).
 func (t *NetworkBatch) PurgeVPCConfig(key VPCConfigKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkVPCConfigKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkVPCConfigKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewNetworkBucket rather than OpenNetworkBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewNetworkBucket rather than OpenNetworkBucket.
 func (t *NetworkBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -567,18 +577,18 @@ func (t *NetworkBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*NetworkBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwNetworkSpec, opts...)
+func CreateOrUpdateNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*NetworkBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwNetworkSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package members
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -205,10 +206,10 @@ type AppScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s AppScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s AppScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.All_ {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -247,40 +248,41 @@ type AppHandlers struct {
 
 // AppWatcher watches bucket app within a set of scopes, served by at most one
 // consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type AppWatcher struct {
-	*kvwatch.Watcher
-	bindStr      *kvwatch.Binding[StrKey, string]
-	bindSynced   *kvwatch.Binding[SyncedKey, string]
-	bindError    *kvwatch.Binding[ErrorKey, string]
-	bindRevision *kvwatch.Binding[RevisionKey, string]
+	kvwatch.Watcher
+	impl         *kvwatchimpl.Watcher
+	bindStr      *kvwatchimpl.Binding[StrKey, string]
+	bindSynced   *kvwatchimpl.Binding[SyncedKey, string]
+	bindError    *kvwatchimpl.Binding[ErrorKey, string]
+	bindRevision *kvwatchimpl.Binding[RevisionKey, string]
 }
 
 // StrCache returns the read-only cache of the Str entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *AppWatcher) StrCache() *kvwatch.Cache[StrKey, string] {
+func (w *AppWatcher) StrCache() kvwatch.Cache[StrKey, string] {
 	return w.bindStr.Cache()
 }
 
 // SyncedCache returns the read-only cache of the Synced entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *AppWatcher) SyncedCache() *kvwatch.Cache[SyncedKey, string] {
+func (w *AppWatcher) SyncedCache() kvwatch.Cache[SyncedKey, string] {
 	return w.bindSynced.Cache()
 }
 
 // ErrorCache returns the read-only cache of the Error entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *AppWatcher) ErrorCache() *kvwatch.Cache[ErrorKey, string] {
+func (w *AppWatcher) ErrorCache() kvwatch.Cache[ErrorKey, string] {
 	return w.bindError.Cache()
 }
 
 // RevisionCache returns the read-only cache of the Revision entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *AppWatcher) RevisionCache() *kvwatch.Cache[RevisionKey, string] {
+func (w *AppWatcher) RevisionCache() kvwatch.Cache[RevisionKey, string] {
 	return w.bindRevision.Cache()
 }
 
@@ -290,17 +292,18 @@ func (w *AppWatcher) RevisionCache() *kvwatch.Cache[RevisionKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchApp(ctx context.Context, js jetstream.JetStream, scopes AppScopes, h AppHandlers, opts ...kvwatch.Option) (*AppWatcher, error) {
-	bindStr := kvwatch.Bind(&kvwAppStrKind, h.OnStr)
-	bindSynced := kvwatch.Bind(&kvwAppSyncedKind, h.OnSynced_)
-	bindError := kvwatch.Bind(&kvwAppErrorKind, h.OnError_)
-	bindRevision := kvwatch.Bind(&kvwAppRevisionKind, h.OnRevision)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwAppSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindStr, bindSynced, bindError, bindRevision}, opts...)
+	bindStr := kvwatchimpl.Bind(&kvwAppStrKind, h.OnStr)
+	bindSynced := kvwatchimpl.Bind(&kvwAppSyncedKind, h.OnSynced_)
+	bindError := kvwatchimpl.Bind(&kvwAppErrorKind, h.OnError_)
+	bindRevision := kvwatchimpl.Bind(&kvwAppRevisionKind, h.OnRevision)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwAppSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindStr, bindSynced, bindError, bindRevision}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &AppWatcher{
 		Watcher:      w,
+		impl:         w,
 		bindStr:      bindStr,
 		bindSynced:   bindSynced,
 		bindError:    bindError,
@@ -311,11 +314,11 @@ func WatchApp(ctx context.Context, js jetstream.JetStream, scopes AppScopes, h A
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *AppWatcher) SetScopes(ctx context.Context, scopes AppScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -325,14 +328,19 @@ func (w *AppWatcher) SetScopes(ctx context.Context, scopes AppScopes) error {
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *AppWatcher) AddHandlers(h AppHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindStr, h.OnStr),
-		kvwatch.HandlerOf(w.bindSynced, h.OnSynced_),
-		kvwatch.HandlerOf(w.bindError, h.OnError_),
-		kvwatch.HandlerOf(w.bindRevision, h.OnRevision),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *AppWatcher) AddHandlers(h AppHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindStr, h.OnStr),
+		kvwatchimpl.HandlerOf(w.bindSynced, h.OnSynced_),
+		kvwatchimpl.HandlerOf(w.bindError, h.OnError_),
+		kvwatchimpl.HandlerOf(w.bindRevision, h.OnRevision),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -341,10 +349,9 @@ func (w *AppWatcher) AddHandlers(h AppHandlers) (*kvwatch.Registration, error) {
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *AppWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindStr, w.bindSynced, w.bindError, w.bindRevision)
+	return w.impl.Events(ctx, w.bindStr, w.bindSynced, w.bindError, w.bindRevision)
 }
 
 // AppCheckpoint is the state of an AppWatcher at one revision: every cached
@@ -372,7 +379,7 @@ type AppCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *AppWatcher) Checkpoint() (AppCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return AppCheckpoint{}, err
 	}
@@ -380,28 +387,28 @@ func (w *AppWatcher) Checkpoint() (AppCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Str:           kvwatch.EntriesOf(cp, &kvwAppStrKind),
-		Synced:        kvwatch.EntriesOf(cp, &kvwAppSyncedKind),
-		Error:         kvwatch.EntriesOf(cp, &kvwAppErrorKind),
-		Revision_:     kvwatch.EntriesOf(cp, &kvwAppRevisionKind),
+		Str:           kvwatchimpl.EntriesOf(cp, &kvwAppStrKind),
+		Synced:        kvwatchimpl.EntriesOf(cp, &kvwAppSyncedKind),
+		Error:         kvwatchimpl.EntriesOf(cp, &kvwAppErrorKind),
+		Revision_:     kvwatchimpl.EntriesOf(cp, &kvwAppRevisionKind),
 	}, nil
 }
 
 // Resume is the option that starts an AppWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp AppCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwAppStrKind, cp.Str)
-	kvwatch.WithEntries(&state, &kvwAppSyncedKind, cp.Synced)
-	kvwatch.WithEntries(&state, &kvwAppErrorKind, cp.Error)
-	kvwatch.WithEntries(&state, &kvwAppRevisionKind, cp.Revision_)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwAppStrKind, cp.Str)
+	kvwatchimpl.WithEntries(&state, &kvwAppSyncedKind, cp.Synced)
+	kvwatchimpl.WithEntries(&state, &kvwAppErrorKind, cp.Error)
+	kvwatchimpl.WithEntries(&state, &kvwAppRevisionKind, cp.Revision_)
+	return kvwatchimpl.Resume(state)
 }
 
 // AppBucket reads and writes entries of bucket app with typed keys and
@@ -413,11 +420,12 @@ type AppBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenAppBucket opens bucket app, or the bucket kvwatch.WithBucket among opts
-// names (app-staging; an edge server's mirror, whose writes go to the hub).
-// Its List, Keys and History methods read through js.
-func OpenAppBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*AppBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwAppSpec, opts...)
+// OpenAppBucket opens bucket app, or the bucket kvclient.WithBucketName among
+// opts names (app-staging; an edge server's mirror, whose writes go to the
+// hub). A missing bucket matches jetstream.ErrBucketNotFound. Its List, Keys
+// and History methods read through js.
+func OpenAppBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*AppBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwAppSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +438,7 @@ func OpenAppBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.
 // NewAppBucket wraps kv: bucket app, or the bucket that holds its keys under
 // a name the environment gives it. Watch that bucket with kvwatch.WithBucket.
 // Its List, Keys and History methods need the JetStream context
-// (kvwatch.ErrNoJetStream): use OpenAppBucket for them.
+// (kvclient.ErrNoJetStream): use OpenAppBucket for them.
 func NewAppBucket(kv jetstream.KeyValue) *AppBucket {
 	return &AppBucket{kv: kv}
 }
@@ -442,7 +450,7 @@ func (b *AppBucket) KeyValue() jetstream.KeyValue {
 
 // PutStr stores v under key and returns the new revision.
 func (b *AppBucket) PutStr(ctx context.Context, key StrKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwAppStrKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwAppStrKind, key, v)
 }
 
 // CreateStr stores v under key only if key does not exist or was deleted, and
@@ -450,7 +458,7 @@ func (b *AppBucket) PutStr(ctx context.Context, key StrKey, v string) (uint64, e
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *AppBucket) CreateStr(ctx context.Context, key StrKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwAppStrKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwAppStrKind, key, v, opts...)
 }
 
 // UpdateStr stores v under key only if key is still at revision
@@ -458,67 +466,67 @@ func (b *AppBucket) CreateStr(ctx context.Context, key StrKey, v string, opts ..
 // matches jetstream.ErrKeyRevisionMismatch. ModifyStr retries such conflicts
 // for you.
 func (b *AppBucket) UpdateStr(ctx context.Context, key StrKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwAppStrKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwAppStrKind, key, v, revision)
 }
 
 // ModifyStr reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *AppBucket) ModifyStr(ctx context.Context, key StrKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwAppStrKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *AppBucket) ModifyStr(ctx context.Context, key StrKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwAppStrKind, key, fn, opts...)
 }
 
 // GetStr reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetStr(ctx context.Context, key StrKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwAppStrKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwAppStrKind, key)
 }
 
 // GetStrRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetStrRevision(ctx context.Context, key StrKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwAppStrKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwAppStrKind, key, revision)
 }
 
 // DeleteStr deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *AppBucket) DeleteStr(ctx context.Context, key StrKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppStrKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwAppStrKind, key, opts...)
 }
 
 // PurgeStr deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *AppBucket) PurgeStr(ctx context.Context, key StrKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwAppStrKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwAppStrKind, key, opts...)
 }
 
 // StrHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *AppBucket) StrHistory(ctx context.Context, key StrKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwAppStrKind, key)
+func (b *AppBucket) StrHistory(ctx context.Context, key StrKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwAppStrKind, key)
 }
 
 // ListStr reads the Str entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *AppBucket) ListStr(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[StrKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppStrKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppStrKind, scopes.KVWatchScopes())
 }
 
 // StrKeys reads the keys of the Str entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *AppBucket) StrKeys(ctx context.Context, scopes AppScopes) ([]StrKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppStrKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppStrKind, scopes.KVWatchScopes())
 }
 
 // PutSynced stores v under key and returns the new revision.
 func (b *AppBucket) PutSynced(ctx context.Context, key SyncedKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwAppSyncedKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwAppSyncedKind, key, v)
 }
 
 // CreateSynced stores v under key only if key does not exist or was deleted,
@@ -526,7 +534,7 @@ func (b *AppBucket) PutSynced(ctx context.Context, key SyncedKey, v string) (uin
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *AppBucket) CreateSynced(ctx context.Context, key SyncedKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwAppSyncedKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwAppSyncedKind, key, v, opts...)
 }
 
 // UpdateSynced stores v under key only if key is still at revision
@@ -534,68 +542,68 @@ func (b *AppBucket) CreateSynced(ctx context.Context, key SyncedKey, v string, o
 // matches jetstream.ErrKeyRevisionMismatch. ModifySynced retries such
 // conflicts for you.
 func (b *AppBucket) UpdateSynced(ctx context.Context, key SyncedKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwAppSyncedKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwAppSyncedKind, key, v, revision)
 }
 
 // ModifySynced reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *AppBucket) ModifySynced(ctx context.Context, key SyncedKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwAppSyncedKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *AppBucket) ModifySynced(ctx context.Context, key SyncedKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwAppSyncedKind, key, fn, opts...)
 }
 
 // GetSynced reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetSynced(ctx context.Context, key SyncedKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwAppSyncedKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwAppSyncedKind, key)
 }
 
 // GetSyncedRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetSyncedRevision(ctx context.Context, key SyncedKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwAppSyncedKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwAppSyncedKind, key, revision)
 }
 
 // DeleteSynced deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *AppBucket) DeleteSynced(ctx context.Context, key SyncedKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppSyncedKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwAppSyncedKind, key, opts...)
 }
 
 // PurgeSynced deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *AppBucket) PurgeSynced(ctx context.Context, key SyncedKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwAppSyncedKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwAppSyncedKind, key, opts...)
 }
 
 // SyncedHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *AppBucket) SyncedHistory(ctx context.Context, key SyncedKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwAppSyncedKind, key)
+func (b *AppBucket) SyncedHistory(ctx context.Context, key SyncedKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwAppSyncedKind, key)
 }
 
 // ListSynced reads the Synced entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *AppBucket) ListSynced(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[SyncedKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppSyncedKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppSyncedKind, scopes.KVWatchScopes())
 }
 
 // SyncedKeys reads the keys of the Synced entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *AppBucket) SyncedKeys(ctx context.Context, scopes AppScopes) ([]SyncedKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppSyncedKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppSyncedKind, scopes.KVWatchScopes())
 }
 
 // PutError stores v under key and returns the new revision.
 func (b *AppBucket) PutError(ctx context.Context, key ErrorKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwAppErrorKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwAppErrorKind, key, v)
 }
 
 // CreateError stores v under key only if key does not exist or was deleted,
@@ -603,7 +611,7 @@ func (b *AppBucket) PutError(ctx context.Context, key ErrorKey, v string) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *AppBucket) CreateError(ctx context.Context, key ErrorKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwAppErrorKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwAppErrorKind, key, v, opts...)
 }
 
 // UpdateError stores v under key only if key is still at revision
@@ -611,68 +619,68 @@ func (b *AppBucket) CreateError(ctx context.Context, key ErrorKey, v string, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyError retries such
 // conflicts for you.
 func (b *AppBucket) UpdateError(ctx context.Context, key ErrorKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwAppErrorKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwAppErrorKind, key, v, revision)
 }
 
 // ModifyError reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *AppBucket) ModifyError(ctx context.Context, key ErrorKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwAppErrorKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *AppBucket) ModifyError(ctx context.Context, key ErrorKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwAppErrorKind, key, fn, opts...)
 }
 
 // GetError reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetError(ctx context.Context, key ErrorKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwAppErrorKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwAppErrorKind, key)
 }
 
 // GetErrorRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetErrorRevision(ctx context.Context, key ErrorKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwAppErrorKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwAppErrorKind, key, revision)
 }
 
 // DeleteError deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *AppBucket) DeleteError(ctx context.Context, key ErrorKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppErrorKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwAppErrorKind, key, opts...)
 }
 
 // PurgeError deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *AppBucket) PurgeError(ctx context.Context, key ErrorKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwAppErrorKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwAppErrorKind, key, opts...)
 }
 
 // ErrorHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *AppBucket) ErrorHistory(ctx context.Context, key ErrorKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwAppErrorKind, key)
+func (b *AppBucket) ErrorHistory(ctx context.Context, key ErrorKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwAppErrorKind, key)
 }
 
 // ListError reads the Error entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *AppBucket) ListError(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[ErrorKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppErrorKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppErrorKind, scopes.KVWatchScopes())
 }
 
 // ErrorKeys reads the keys of the Error entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *AppBucket) ErrorKeys(ctx context.Context, scopes AppScopes) ([]ErrorKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppErrorKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppErrorKind, scopes.KVWatchScopes())
 }
 
 // PutRevision stores v under key and returns the new revision.
 func (b *AppBucket) PutRevision(ctx context.Context, key RevisionKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwAppRevisionKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwAppRevisionKind, key, v)
 }
 
 // CreateRevision stores v under key only if key does not exist or was
@@ -680,7 +688,7 @@ func (b *AppBucket) PutRevision(ctx context.Context, key RevisionKey, v string) 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *AppBucket) CreateRevision(ctx context.Context, key RevisionKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwAppRevisionKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwAppRevisionKind, key, v, opts...)
 }
 
 // UpdateRevision stores v under key only if key is still at revision
@@ -688,83 +696,85 @@ func (b *AppBucket) CreateRevision(ctx context.Context, key RevisionKey, v strin
 // matches jetstream.ErrKeyRevisionMismatch. ModifyRevision retries such
 // conflicts for you.
 func (b *AppBucket) UpdateRevision(ctx context.Context, key RevisionKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwAppRevisionKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwAppRevisionKind, key, v, revision)
 }
 
 // ModifyRevision reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *AppBucket) ModifyRevision(ctx context.Context, key RevisionKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwAppRevisionKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *AppBucket) ModifyRevision(ctx context.Context, key RevisionKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwAppRevisionKind, key, fn, opts...)
 }
 
 // GetRevision reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetRevision(ctx context.Context, key RevisionKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwAppRevisionKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwAppRevisionKind, key)
 }
 
 // GetRevisionRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *AppBucket) GetRevisionRevision(ctx context.Context, key RevisionKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwAppRevisionKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwAppRevisionKind, key, revision)
 }
 
 // DeleteRevision deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *AppBucket) DeleteRevision(ctx context.Context, key RevisionKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAppRevisionKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwAppRevisionKind, key, opts...)
 }
 
 // PurgeRevision deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *AppBucket) PurgeRevision(ctx context.Context, key RevisionKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwAppRevisionKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwAppRevisionKind, key, opts...)
 }
 
 // RevisionHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *AppBucket) RevisionHistory(ctx context.Context, key RevisionKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwAppRevisionKind, key)
+func (b *AppBucket) RevisionHistory(ctx context.Context, key RevisionKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwAppRevisionKind, key)
 }
 
 // ListRevision reads the Revision entries within scopes, sorted by key,
-// without a consumer: exact as of the revision returned (see kvwatch.List; an
-// entry that does not decode is reported in the error, the others returned).
+// without a consumer: exact as of the revision returned (see package
+// kvclient; an entry that does not decode is reported in the error, the
+// others returned).
 func (b *AppBucket) ListRevision(ctx context.Context, scopes AppScopes) ([]kvwatch.Entry[RevisionKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppRevisionKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppRevisionKind, scopes.KVWatchScopes())
 }
 
 // RevisionKeys reads the keys of the Revision entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *AppBucket) RevisionKeys(ctx context.Context, scopes AppScopes) ([]RevisionKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppRevisionKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwAppSpec, &kvwAppRevisionKind, scopes.KVWatchScopes())
 }
 
 // AppBatch collects writes to bucket app that Commit stores atomically: all
 // at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type AppBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see AppBatch).
 func (b *AppBucket) Batch() *AppBatch {
-	return &AppBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &AppBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutStr adds a put of v under key.
 func (t *AppBatch) PutStr(key StrKey, v string) *AppBatch {
-	kvwatch.BatchPut(t.b, &kvwAppStrKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwAppStrKind, key, v)
 	return t
 }
 
@@ -772,25 +782,25 @@ func (t *AppBatch) PutStr(key StrKey, v string) *AppBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *AppBatch) UpdateStr(key StrKey, v string, revision uint64) *AppBatch {
-	kvwatch.BatchUpdate(t.b, &kvwAppStrKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwAppStrKind, key, v, revision)
 	return t
 }
 
 // DeleteStr adds a delete of key.
 func (t *AppBatch) DeleteStr(key StrKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppStrKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppStrKind, key, false)
 	return t
 }
 
 // PurgeStr adds a purge of key (its history too).
 func (t *AppBatch) PurgeStr(key StrKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppStrKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppStrKind, key, true)
 	return t
 }
 
 // PutSynced adds a put of v under key.
 func (t *AppBatch) PutSynced(key SyncedKey, v string) *AppBatch {
-	kvwatch.BatchPut(t.b, &kvwAppSyncedKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwAppSyncedKind, key, v)
 	return t
 }
 
@@ -798,25 +808,25 @@ func (t *AppBatch) PutSynced(key SyncedKey, v string) *AppBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *AppBatch) UpdateSynced(key SyncedKey, v string, revision uint64) *AppBatch {
-	kvwatch.BatchUpdate(t.b, &kvwAppSyncedKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwAppSyncedKind, key, v, revision)
 	return t
 }
 
 // DeleteSynced adds a delete of key.
 func (t *AppBatch) DeleteSynced(key SyncedKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppSyncedKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppSyncedKind, key, false)
 	return t
 }
 
 // PurgeSynced adds a purge of key (its history too).
 func (t *AppBatch) PurgeSynced(key SyncedKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppSyncedKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppSyncedKind, key, true)
 	return t
 }
 
 // PutError adds a put of v under key.
 func (t *AppBatch) PutError(key ErrorKey, v string) *AppBatch {
-	kvwatch.BatchPut(t.b, &kvwAppErrorKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwAppErrorKind, key, v)
 	return t
 }
 
@@ -824,25 +834,25 @@ func (t *AppBatch) PutError(key ErrorKey, v string) *AppBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *AppBatch) UpdateError(key ErrorKey, v string, revision uint64) *AppBatch {
-	kvwatch.BatchUpdate(t.b, &kvwAppErrorKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwAppErrorKind, key, v, revision)
 	return t
 }
 
 // DeleteError adds a delete of key.
 func (t *AppBatch) DeleteError(key ErrorKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppErrorKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppErrorKind, key, false)
 	return t
 }
 
 // PurgeError adds a purge of key (its history too).
 func (t *AppBatch) PurgeError(key ErrorKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppErrorKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppErrorKind, key, true)
 	return t
 }
 
 // PutRevision adds a put of v under key.
 func (t *AppBatch) PutRevision(key RevisionKey, v string) *AppBatch {
-	kvwatch.BatchPut(t.b, &kvwAppRevisionKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwAppRevisionKind, key, v)
 	return t
 }
 
@@ -850,26 +860,26 @@ func (t *AppBatch) PutRevision(key RevisionKey, v string) *AppBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *AppBatch) UpdateRevision(key RevisionKey, v string, revision uint64) *AppBatch {
-	kvwatch.BatchUpdate(t.b, &kvwAppRevisionKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwAppRevisionKind, key, v, revision)
 	return t
 }
 
 // DeleteRevision adds a delete of key.
 func (t *AppBatch) DeleteRevision(key RevisionKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppRevisionKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppRevisionKind, key, false)
 	return t
 }
 
 // PurgeRevision adds a purge of key (its history too).
 func (t *AppBatch) PurgeRevision(key RevisionKey) *AppBatch {
-	kvwatch.BatchDelete(t.b, &kvwAppRevisionKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwAppRevisionKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewAppBucket rather than OpenAppBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewAppBucket rather than OpenAppBucket.
 func (t *AppBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -879,18 +889,18 @@ func (t *AppBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateAppBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*AppBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwAppSpec, opts...)
+func CreateOrUpdateAppBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*AppBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwAppSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	keypkg2 "github.com/kvwatchgen/kvwatchgen/golden/import_names/key/v2"
 	vpkg2 "github.com/kvwatchgen/kvwatchgen/golden/import_names/v"
 	wpkg "github.com/kvwatchgen/kvwatchgen/golden/import_names/w"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -350,8 +351,8 @@ type ThingsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s ThingsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s ThingsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -392,59 +393,60 @@ type ThingsHandlers struct {
 
 // ThingsWatcher watches bucket things within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type ThingsWatcher struct {
-	*kvwatch.Watcher
-	bindVs     *kvwatch.Binding[VsKey, []vpkg2.T]
-	bindCP     *kvwatch.Binding[CPKey, cppkg.T]
-	bindErr    *kvwatch.Binding[ErrKey, map[string]errpkg.T]
-	bindW      *kvwatch.Binding[WKey, wpkg.T]
-	bindAny    *kvwatch.Binding[AnyKey, anypkg.T]
-	bindKey    *kvwatch.Binding[KeyKey, keypkg2.T]
-	bindHolder *kvwatch.Binding[HolderKey, Holder]
+	kvwatch.Watcher
+	impl       *kvwatchimpl.Watcher
+	bindVs     *kvwatchimpl.Binding[VsKey, []vpkg2.T]
+	bindCP     *kvwatchimpl.Binding[CPKey, cppkg.T]
+	bindErr    *kvwatchimpl.Binding[ErrKey, map[string]errpkg.T]
+	bindW      *kvwatchimpl.Binding[WKey, wpkg.T]
+	bindAny    *kvwatchimpl.Binding[AnyKey, anypkg.T]
+	bindKey    *kvwatchimpl.Binding[KeyKey, keypkg2.T]
+	bindHolder *kvwatchimpl.Binding[HolderKey, Holder]
 }
 
 // VsCache returns the read-only cache of the Vs entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ThingsWatcher) VsCache() *kvwatch.Cache[VsKey, []vpkg2.T] {
+func (w *ThingsWatcher) VsCache() kvwatch.Cache[VsKey, []vpkg2.T] {
 	return w.bindVs.Cache()
 }
 
 // CPCache returns the read-only cache of the CP entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ThingsWatcher) CPCache() *kvwatch.Cache[CPKey, cppkg.T] {
+func (w *ThingsWatcher) CPCache() kvwatch.Cache[CPKey, cppkg.T] {
 	return w.bindCP.Cache()
 }
 
 // ErrCache returns the read-only cache of the Err entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ThingsWatcher) ErrCache() *kvwatch.Cache[ErrKey, map[string]errpkg.T] {
+func (w *ThingsWatcher) ErrCache() kvwatch.Cache[ErrKey, map[string]errpkg.T] {
 	return w.bindErr.Cache()
 }
 
 // WCache returns the read-only cache of the W entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ThingsWatcher) WCache() *kvwatch.Cache[WKey, wpkg.T] {
+func (w *ThingsWatcher) WCache() kvwatch.Cache[WKey, wpkg.T] {
 	return w.bindW.Cache()
 }
 
 // AnyCache returns the read-only cache of the Any entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ThingsWatcher) AnyCache() *kvwatch.Cache[AnyKey, anypkg.T] {
+func (w *ThingsWatcher) AnyCache() kvwatch.Cache[AnyKey, anypkg.T] {
 	return w.bindAny.Cache()
 }
 
 // KeyCache returns the read-only cache of the Key entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ThingsWatcher) KeyCache() *kvwatch.Cache[KeyKey, keypkg2.T] {
+func (w *ThingsWatcher) KeyCache() kvwatch.Cache[KeyKey, keypkg2.T] {
 	return w.bindKey.Cache()
 }
 
 // HolderCache returns the read-only cache of the Holder entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ThingsWatcher) HolderCache() *kvwatch.Cache[HolderKey, Holder] {
+func (w *ThingsWatcher) HolderCache() kvwatch.Cache[HolderKey, Holder] {
 	return w.bindHolder.Cache()
 }
 
@@ -454,20 +456,21 @@ func (w *ThingsWatcher) HolderCache() *kvwatch.Cache[HolderKey, Holder] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchThings(ctx context.Context, js jetstream.JetStream, scopes ThingsScopes, h ThingsHandlers, opts ...kvwatch.Option) (*ThingsWatcher, error) {
-	bindVs := kvwatch.Bind(&kvwThingsVsKind, h.OnVs)
-	bindCP := kvwatch.Bind(&kvwThingsCPKind, h.OnCP)
-	bindErr := kvwatch.Bind(&kvwThingsErrKind, h.OnErr)
-	bindW := kvwatch.Bind(&kvwThingsWKind, h.OnW)
-	bindAny := kvwatch.Bind(&kvwThingsAnyKind, h.OnAny)
-	bindKey := kvwatch.Bind(&kvwThingsKeyKind, h.OnKey)
-	bindHolder := kvwatch.Bind(&kvwThingsHolderKind, h.OnHolder)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwThingsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindVs, bindCP, bindErr, bindW, bindAny, bindKey, bindHolder}, opts...)
+	bindVs := kvwatchimpl.Bind(&kvwThingsVsKind, h.OnVs)
+	bindCP := kvwatchimpl.Bind(&kvwThingsCPKind, h.OnCP)
+	bindErr := kvwatchimpl.Bind(&kvwThingsErrKind, h.OnErr)
+	bindW := kvwatchimpl.Bind(&kvwThingsWKind, h.OnW)
+	bindAny := kvwatchimpl.Bind(&kvwThingsAnyKind, h.OnAny)
+	bindKey := kvwatchimpl.Bind(&kvwThingsKeyKind, h.OnKey)
+	bindHolder := kvwatchimpl.Bind(&kvwThingsHolderKind, h.OnHolder)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwThingsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindVs, bindCP, bindErr, bindW, bindAny, bindKey, bindHolder}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ThingsWatcher{
 		Watcher:    w,
+		impl:       w,
 		bindVs:     bindVs,
 		bindCP:     bindCP,
 		bindErr:    bindErr,
@@ -481,11 +484,11 @@ func WatchThings(ctx context.Context, js jetstream.JetStream, scopes ThingsScope
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *ThingsWatcher) SetScopes(ctx context.Context, scopes ThingsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -495,17 +498,22 @@ func (w *ThingsWatcher) SetScopes(ctx context.Context, scopes ThingsScopes) erro
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *ThingsWatcher) AddHandlers(h ThingsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindVs, h.OnVs),
-		kvwatch.HandlerOf(w.bindCP, h.OnCP),
-		kvwatch.HandlerOf(w.bindErr, h.OnErr),
-		kvwatch.HandlerOf(w.bindW, h.OnW),
-		kvwatch.HandlerOf(w.bindAny, h.OnAny),
-		kvwatch.HandlerOf(w.bindKey, h.OnKey),
-		kvwatch.HandlerOf(w.bindHolder, h.OnHolder),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *ThingsWatcher) AddHandlers(h ThingsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindVs, h.OnVs),
+		kvwatchimpl.HandlerOf(w.bindCP, h.OnCP),
+		kvwatchimpl.HandlerOf(w.bindErr, h.OnErr),
+		kvwatchimpl.HandlerOf(w.bindW, h.OnW),
+		kvwatchimpl.HandlerOf(w.bindAny, h.OnAny),
+		kvwatchimpl.HandlerOf(w.bindKey, h.OnKey),
+		kvwatchimpl.HandlerOf(w.bindHolder, h.OnHolder),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -514,10 +522,9 @@ func (w *ThingsWatcher) AddHandlers(h ThingsHandlers) (*kvwatch.Registration, er
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *ThingsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindVs, w.bindCP, w.bindErr, w.bindW, w.bindAny, w.bindKey, w.bindHolder)
+	return w.impl.Events(ctx, w.bindVs, w.bindCP, w.bindErr, w.bindW, w.bindAny, w.bindKey, w.bindHolder)
 }
 
 // ThingsCheckpoint is the state of a ThingsWatcher at one revision: every
@@ -551,7 +558,7 @@ type ThingsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *ThingsWatcher) Checkpoint() (ThingsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return ThingsCheckpoint{}, err
 	}
@@ -559,34 +566,34 @@ func (w *ThingsWatcher) Checkpoint() (ThingsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Vs:            kvwatch.EntriesOf(cp, &kvwThingsVsKind),
-		CP:            kvwatch.EntriesOf(cp, &kvwThingsCPKind),
-		Err:           kvwatch.EntriesOf(cp, &kvwThingsErrKind),
-		W:             kvwatch.EntriesOf(cp, &kvwThingsWKind),
-		Any:           kvwatch.EntriesOf(cp, &kvwThingsAnyKind),
-		Key:           kvwatch.EntriesOf(cp, &kvwThingsKeyKind),
-		Holder:        kvwatch.EntriesOf(cp, &kvwThingsHolderKind),
+		Vs:            kvwatchimpl.EntriesOf(cp, &kvwThingsVsKind),
+		CP:            kvwatchimpl.EntriesOf(cp, &kvwThingsCPKind),
+		Err:           kvwatchimpl.EntriesOf(cp, &kvwThingsErrKind),
+		W:             kvwatchimpl.EntriesOf(cp, &kvwThingsWKind),
+		Any:           kvwatchimpl.EntriesOf(cp, &kvwThingsAnyKind),
+		Key:           kvwatchimpl.EntriesOf(cp, &kvwThingsKeyKind),
+		Holder:        kvwatchimpl.EntriesOf(cp, &kvwThingsHolderKind),
 	}, nil
 }
 
 // Resume is the option that starts a ThingsWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp ThingsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwThingsVsKind, cp.Vs)
-	kvwatch.WithEntries(&state, &kvwThingsCPKind, cp.CP)
-	kvwatch.WithEntries(&state, &kvwThingsErrKind, cp.Err)
-	kvwatch.WithEntries(&state, &kvwThingsWKind, cp.W)
-	kvwatch.WithEntries(&state, &kvwThingsAnyKind, cp.Any)
-	kvwatch.WithEntries(&state, &kvwThingsKeyKind, cp.Key)
-	kvwatch.WithEntries(&state, &kvwThingsHolderKind, cp.Holder)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwThingsVsKind, cp.Vs)
+	kvwatchimpl.WithEntries(&state, &kvwThingsCPKind, cp.CP)
+	kvwatchimpl.WithEntries(&state, &kvwThingsErrKind, cp.Err)
+	kvwatchimpl.WithEntries(&state, &kvwThingsWKind, cp.W)
+	kvwatchimpl.WithEntries(&state, &kvwThingsAnyKind, cp.Any)
+	kvwatchimpl.WithEntries(&state, &kvwThingsKeyKind, cp.Key)
+	kvwatchimpl.WithEntries(&state, &kvwThingsHolderKind, cp.Holder)
+	return kvwatchimpl.Resume(state)
 }
 
 // ThingsBucket reads and writes entries of bucket things with typed keys and
@@ -598,11 +605,12 @@ type ThingsBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenThingsBucket opens bucket things, or the bucket kvwatch.WithBucket
+// OpenThingsBucket opens bucket things, or the bucket kvclient.WithBucketName
 // among opts names (things-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenThingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ThingsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwThingsSpec, opts...)
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenThingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*ThingsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwThingsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -615,7 +623,7 @@ func OpenThingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwat
 // NewThingsBucket wraps kv: bucket things, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenThingsBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenThingsBucket for them.
 func NewThingsBucket(kv jetstream.KeyValue) *ThingsBucket {
 	return &ThingsBucket{kv: kv}
 }
@@ -627,7 +635,7 @@ func (b *ThingsBucket) KeyValue() jetstream.KeyValue {
 
 // PutVs stores v under key and returns the new revision.
 func (b *ThingsBucket) PutVs(ctx context.Context, key VsKey, v []vpkg2.T) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwThingsVsKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwThingsVsKind, key, v)
 }
 
 // CreateVs stores v under key only if key does not exist or was deleted, and
@@ -635,7 +643,7 @@ func (b *ThingsBucket) PutVs(ctx context.Context, key VsKey, v []vpkg2.T) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ThingsBucket) CreateVs(ctx context.Context, key VsKey, v []vpkg2.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwThingsVsKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwThingsVsKind, key, v, opts...)
 }
 
 // UpdateVs stores v under key only if key is still at revision
@@ -643,67 +651,67 @@ func (b *ThingsBucket) CreateVs(ctx context.Context, key VsKey, v []vpkg2.T, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyVs retries such conflicts
 // for you.
 func (b *ThingsBucket) UpdateVs(ctx context.Context, key VsKey, v []vpkg2.T, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwThingsVsKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwThingsVsKind, key, v, revision)
 }
 
 // ModifyVs reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ThingsBucket) ModifyVs(ctx context.Context, key VsKey, fn func(*[]vpkg2.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwThingsVsKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ThingsBucket) ModifyVs(ctx context.Context, key VsKey, fn func(*[]vpkg2.T) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwThingsVsKind, key, fn, opts...)
 }
 
 // GetVs reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetVs(ctx context.Context, key VsKey) (kvwatch.Item[[]vpkg2.T], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwThingsVsKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwThingsVsKind, key)
 }
 
 // GetVsRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetVsRevision(ctx context.Context, key VsKey, revision uint64) (kvwatch.Item[[]vpkg2.T], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsVsKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwThingsVsKind, key, revision)
 }
 
 // DeleteVs deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ThingsBucket) DeleteVs(ctx context.Context, key VsKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsVsKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwThingsVsKind, key, opts...)
 }
 
 // PurgeVs deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ThingsBucket) PurgeVs(ctx context.Context, key VsKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwThingsVsKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwThingsVsKind, key, opts...)
 }
 
 // VsHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ThingsBucket) VsHistory(ctx context.Context, key VsKey) ([]kvwatch.HistoryEntry[[]vpkg2.T], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsVsKind, key)
+func (b *ThingsBucket) VsHistory(ctx context.Context, key VsKey) ([]kvclient.HistoryEntry[[]vpkg2.T], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwThingsVsKind, key)
 }
 
 // ListVs reads the Vs entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ThingsBucket) ListVs(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[VsKey, []vpkg2.T], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsVsKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsVsKind, scopes.KVWatchScopes())
 }
 
 // VsKeys reads the keys of the Vs entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *ThingsBucket) VsKeys(ctx context.Context, scopes ThingsScopes) ([]VsKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsVsKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsVsKind, scopes.KVWatchScopes())
 }
 
 // PutCP stores v under key and returns the new revision.
 func (b *ThingsBucket) PutCP(ctx context.Context, key CPKey, v cppkg.T) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwThingsCPKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwThingsCPKind, key, v)
 }
 
 // CreateCP stores v under key only if key does not exist or was deleted, and
@@ -711,7 +719,7 @@ func (b *ThingsBucket) PutCP(ctx context.Context, key CPKey, v cppkg.T) (uint64,
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ThingsBucket) CreateCP(ctx context.Context, key CPKey, v cppkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwThingsCPKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwThingsCPKind, key, v, opts...)
 }
 
 // UpdateCP stores v under key only if key is still at revision
@@ -719,67 +727,67 @@ func (b *ThingsBucket) CreateCP(ctx context.Context, key CPKey, v cppkg.T, opts 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyCP retries such conflicts
 // for you.
 func (b *ThingsBucket) UpdateCP(ctx context.Context, key CPKey, v cppkg.T, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwThingsCPKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwThingsCPKind, key, v, revision)
 }
 
 // ModifyCP reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ThingsBucket) ModifyCP(ctx context.Context, key CPKey, fn func(*cppkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwThingsCPKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ThingsBucket) ModifyCP(ctx context.Context, key CPKey, fn func(*cppkg.T) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwThingsCPKind, key, fn, opts...)
 }
 
 // GetCP reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetCP(ctx context.Context, key CPKey) (kvwatch.Item[cppkg.T], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwThingsCPKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwThingsCPKind, key)
 }
 
 // GetCPRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetCPRevision(ctx context.Context, key CPKey, revision uint64) (kvwatch.Item[cppkg.T], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsCPKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwThingsCPKind, key, revision)
 }
 
 // DeleteCP deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ThingsBucket) DeleteCP(ctx context.Context, key CPKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsCPKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwThingsCPKind, key, opts...)
 }
 
 // PurgeCP deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ThingsBucket) PurgeCP(ctx context.Context, key CPKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwThingsCPKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwThingsCPKind, key, opts...)
 }
 
 // CPHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ThingsBucket) CPHistory(ctx context.Context, key CPKey) ([]kvwatch.HistoryEntry[cppkg.T], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsCPKind, key)
+func (b *ThingsBucket) CPHistory(ctx context.Context, key CPKey) ([]kvclient.HistoryEntry[cppkg.T], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwThingsCPKind, key)
 }
 
 // ListCP reads the CP entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ThingsBucket) ListCP(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[CPKey, cppkg.T], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsCPKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsCPKind, scopes.KVWatchScopes())
 }
 
 // CPKeys reads the keys of the CP entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *ThingsBucket) CPKeys(ctx context.Context, scopes ThingsScopes) ([]CPKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsCPKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsCPKind, scopes.KVWatchScopes())
 }
 
 // PutErr stores v under key and returns the new revision.
 func (b *ThingsBucket) PutErr(ctx context.Context, key ErrKey, v map[string]errpkg.T) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwThingsErrKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwThingsErrKind, key, v)
 }
 
 // CreateErr stores v under key only if key does not exist or was deleted, and
@@ -787,7 +795,7 @@ func (b *ThingsBucket) PutErr(ctx context.Context, key ErrKey, v map[string]errp
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ThingsBucket) CreateErr(ctx context.Context, key ErrKey, v map[string]errpkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwThingsErrKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwThingsErrKind, key, v, opts...)
 }
 
 // UpdateErr stores v under key only if key is still at revision
@@ -795,67 +803,67 @@ func (b *ThingsBucket) CreateErr(ctx context.Context, key ErrKey, v map[string]e
 // matches jetstream.ErrKeyRevisionMismatch. ModifyErr retries such conflicts
 // for you.
 func (b *ThingsBucket) UpdateErr(ctx context.Context, key ErrKey, v map[string]errpkg.T, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwThingsErrKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwThingsErrKind, key, v, revision)
 }
 
 // ModifyErr reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ThingsBucket) ModifyErr(ctx context.Context, key ErrKey, fn func(*map[string]errpkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwThingsErrKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ThingsBucket) ModifyErr(ctx context.Context, key ErrKey, fn func(*map[string]errpkg.T) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwThingsErrKind, key, fn, opts...)
 }
 
 // GetErr reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetErr(ctx context.Context, key ErrKey) (kvwatch.Item[map[string]errpkg.T], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwThingsErrKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwThingsErrKind, key)
 }
 
 // GetErrRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetErrRevision(ctx context.Context, key ErrKey, revision uint64) (kvwatch.Item[map[string]errpkg.T], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsErrKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwThingsErrKind, key, revision)
 }
 
 // DeleteErr deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ThingsBucket) DeleteErr(ctx context.Context, key ErrKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsErrKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwThingsErrKind, key, opts...)
 }
 
 // PurgeErr deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ThingsBucket) PurgeErr(ctx context.Context, key ErrKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwThingsErrKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwThingsErrKind, key, opts...)
 }
 
 // ErrHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ThingsBucket) ErrHistory(ctx context.Context, key ErrKey) ([]kvwatch.HistoryEntry[map[string]errpkg.T], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsErrKind, key)
+func (b *ThingsBucket) ErrHistory(ctx context.Context, key ErrKey) ([]kvclient.HistoryEntry[map[string]errpkg.T], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwThingsErrKind, key)
 }
 
 // ListErr reads the Err entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ThingsBucket) ListErr(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[ErrKey, map[string]errpkg.T], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsErrKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsErrKind, scopes.KVWatchScopes())
 }
 
 // ErrKeys reads the keys of the Err entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *ThingsBucket) ErrKeys(ctx context.Context, scopes ThingsScopes) ([]ErrKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsErrKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsErrKind, scopes.KVWatchScopes())
 }
 
 // PutW stores v under key and returns the new revision.
 func (b *ThingsBucket) PutW(ctx context.Context, key WKey, v wpkg.T) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwThingsWKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwThingsWKind, key, v)
 }
 
 // CreateW stores v under key only if key does not exist or was deleted, and
@@ -863,7 +871,7 @@ func (b *ThingsBucket) PutW(ctx context.Context, key WKey, v wpkg.T) (uint64, er
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ThingsBucket) CreateW(ctx context.Context, key WKey, v wpkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwThingsWKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwThingsWKind, key, v, opts...)
 }
 
 // UpdateW stores v under key only if key is still at revision
@@ -871,67 +879,67 @@ func (b *ThingsBucket) CreateW(ctx context.Context, key WKey, v wpkg.T, opts ...
 // matches jetstream.ErrKeyRevisionMismatch. ModifyW retries such conflicts
 // for you.
 func (b *ThingsBucket) UpdateW(ctx context.Context, key WKey, v wpkg.T, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwThingsWKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwThingsWKind, key, v, revision)
 }
 
 // ModifyW reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ThingsBucket) ModifyW(ctx context.Context, key WKey, fn func(*wpkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwThingsWKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ThingsBucket) ModifyW(ctx context.Context, key WKey, fn func(*wpkg.T) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwThingsWKind, key, fn, opts...)
 }
 
 // GetW reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetW(ctx context.Context, key WKey) (kvwatch.Item[wpkg.T], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwThingsWKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwThingsWKind, key)
 }
 
 // GetWRevision reads key as it was at revision; a revision that is not key's,
 // or a delete, is jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetWRevision(ctx context.Context, key WKey, revision uint64) (kvwatch.Item[wpkg.T], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsWKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwThingsWKind, key, revision)
 }
 
 // DeleteW deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ThingsBucket) DeleteW(ctx context.Context, key WKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsWKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwThingsWKind, key, opts...)
 }
 
 // PurgeW deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ThingsBucket) PurgeW(ctx context.Context, key WKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwThingsWKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwThingsWKind, key, opts...)
 }
 
 // WHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ThingsBucket) WHistory(ctx context.Context, key WKey) ([]kvwatch.HistoryEntry[wpkg.T], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsWKind, key)
+func (b *ThingsBucket) WHistory(ctx context.Context, key WKey) ([]kvclient.HistoryEntry[wpkg.T], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwThingsWKind, key)
 }
 
 // ListW reads the W entries within scopes, sorted by key, without a consumer:
-// exact as of the revision returned (see kvwatch.List; an entry that does not
-// decode is reported in the error, the others returned).
+// exact as of the revision returned (see package kvclient; an entry that does
+// not decode is reported in the error, the others returned).
 func (b *ThingsBucket) ListW(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[WKey, wpkg.T], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsWKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsWKind, scopes.KVWatchScopes())
 }
 
 // WKeys reads the keys of the W entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *ThingsBucket) WKeys(ctx context.Context, scopes ThingsScopes) ([]WKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsWKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsWKind, scopes.KVWatchScopes())
 }
 
 // PutAny stores v under key and returns the new revision.
 func (b *ThingsBucket) PutAny(ctx context.Context, key AnyKey, v anypkg.T) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwThingsAnyKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwThingsAnyKind, key, v)
 }
 
 // CreateAny stores v under key only if key does not exist or was deleted, and
@@ -939,7 +947,7 @@ func (b *ThingsBucket) PutAny(ctx context.Context, key AnyKey, v anypkg.T) (uint
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ThingsBucket) CreateAny(ctx context.Context, key AnyKey, v anypkg.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwThingsAnyKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwThingsAnyKind, key, v, opts...)
 }
 
 // UpdateAny stores v under key only if key is still at revision
@@ -947,67 +955,67 @@ func (b *ThingsBucket) CreateAny(ctx context.Context, key AnyKey, v anypkg.T, op
 // matches jetstream.ErrKeyRevisionMismatch. ModifyAny retries such conflicts
 // for you.
 func (b *ThingsBucket) UpdateAny(ctx context.Context, key AnyKey, v anypkg.T, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwThingsAnyKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwThingsAnyKind, key, v, revision)
 }
 
 // ModifyAny reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ThingsBucket) ModifyAny(ctx context.Context, key AnyKey, fn func(*anypkg.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwThingsAnyKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ThingsBucket) ModifyAny(ctx context.Context, key AnyKey, fn func(*anypkg.T) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwThingsAnyKind, key, fn, opts...)
 }
 
 // GetAny reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetAny(ctx context.Context, key AnyKey) (kvwatch.Item[anypkg.T], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwThingsAnyKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwThingsAnyKind, key)
 }
 
 // GetAnyRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetAnyRevision(ctx context.Context, key AnyKey, revision uint64) (kvwatch.Item[anypkg.T], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsAnyKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwThingsAnyKind, key, revision)
 }
 
 // DeleteAny deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ThingsBucket) DeleteAny(ctx context.Context, key AnyKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsAnyKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwThingsAnyKind, key, opts...)
 }
 
 // PurgeAny deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ThingsBucket) PurgeAny(ctx context.Context, key AnyKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwThingsAnyKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwThingsAnyKind, key, opts...)
 }
 
 // AnyHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ThingsBucket) AnyHistory(ctx context.Context, key AnyKey) ([]kvwatch.HistoryEntry[anypkg.T], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsAnyKind, key)
+func (b *ThingsBucket) AnyHistory(ctx context.Context, key AnyKey) ([]kvclient.HistoryEntry[anypkg.T], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwThingsAnyKind, key)
 }
 
 // ListAny reads the Any entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ThingsBucket) ListAny(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[AnyKey, anypkg.T], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsAnyKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsAnyKind, scopes.KVWatchScopes())
 }
 
 // AnyKeys reads the keys of the Any entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *ThingsBucket) AnyKeys(ctx context.Context, scopes ThingsScopes) ([]AnyKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsAnyKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsAnyKind, scopes.KVWatchScopes())
 }
 
 // PutKey stores v under key and returns the new revision.
 func (b *ThingsBucket) PutKey(ctx context.Context, key KeyKey, v keypkg2.T) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwThingsKeyKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwThingsKeyKind, key, v)
 }
 
 // CreateKey stores v under key only if key does not exist or was deleted, and
@@ -1015,7 +1023,7 @@ func (b *ThingsBucket) PutKey(ctx context.Context, key KeyKey, v keypkg2.T) (uin
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ThingsBucket) CreateKey(ctx context.Context, key KeyKey, v keypkg2.T, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwThingsKeyKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwThingsKeyKind, key, v, opts...)
 }
 
 // UpdateKey stores v under key only if key is still at revision
@@ -1023,67 +1031,67 @@ func (b *ThingsBucket) CreateKey(ctx context.Context, key KeyKey, v keypkg2.T, o
 // matches jetstream.ErrKeyRevisionMismatch. ModifyKey retries such conflicts
 // for you.
 func (b *ThingsBucket) UpdateKey(ctx context.Context, key KeyKey, v keypkg2.T, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwThingsKeyKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwThingsKeyKind, key, v, revision)
 }
 
 // ModifyKey reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ThingsBucket) ModifyKey(ctx context.Context, key KeyKey, fn func(*keypkg2.T) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwThingsKeyKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ThingsBucket) ModifyKey(ctx context.Context, key KeyKey, fn func(*keypkg2.T) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwThingsKeyKind, key, fn, opts...)
 }
 
 // GetKey reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetKey(ctx context.Context, key KeyKey) (kvwatch.Item[keypkg2.T], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwThingsKeyKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwThingsKeyKind, key)
 }
 
 // GetKeyRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetKeyRevision(ctx context.Context, key KeyKey, revision uint64) (kvwatch.Item[keypkg2.T], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsKeyKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwThingsKeyKind, key, revision)
 }
 
 // DeleteKey deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ThingsBucket) DeleteKey(ctx context.Context, key KeyKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsKeyKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwThingsKeyKind, key, opts...)
 }
 
 // PurgeKey deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ThingsBucket) PurgeKey(ctx context.Context, key KeyKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwThingsKeyKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwThingsKeyKind, key, opts...)
 }
 
 // KeyHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ThingsBucket) KeyHistory(ctx context.Context, key KeyKey) ([]kvwatch.HistoryEntry[keypkg2.T], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsKeyKind, key)
+func (b *ThingsBucket) KeyHistory(ctx context.Context, key KeyKey) ([]kvclient.HistoryEntry[keypkg2.T], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwThingsKeyKind, key)
 }
 
 // ListKey reads the Key entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ThingsBucket) ListKey(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[KeyKey, keypkg2.T], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsKeyKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsKeyKind, scopes.KVWatchScopes())
 }
 
 // KeyKeys reads the keys of the Key entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *ThingsBucket) KeyKeys(ctx context.Context, scopes ThingsScopes) ([]KeyKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsKeyKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsKeyKind, scopes.KVWatchScopes())
 }
 
 // PutHolder stores v under key and returns the new revision.
 func (b *ThingsBucket) PutHolder(ctx context.Context, key HolderKey, v Holder) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwThingsHolderKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwThingsHolderKind, key, v)
 }
 
 // CreateHolder stores v under key only if key does not exist or was deleted,
@@ -1091,7 +1099,7 @@ func (b *ThingsBucket) PutHolder(ctx context.Context, key HolderKey, v Holder) (
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ThingsBucket) CreateHolder(ctx context.Context, key HolderKey, v Holder, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwThingsHolderKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwThingsHolderKind, key, v, opts...)
 }
 
 // UpdateHolder stores v under key only if key is still at revision
@@ -1099,83 +1107,84 @@ func (b *ThingsBucket) CreateHolder(ctx context.Context, key HolderKey, v Holder
 // matches jetstream.ErrKeyRevisionMismatch. ModifyHolder retries such
 // conflicts for you.
 func (b *ThingsBucket) UpdateHolder(ctx context.Context, key HolderKey, v Holder, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwThingsHolderKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwThingsHolderKind, key, v, revision)
 }
 
 // ModifyHolder reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ThingsBucket) ModifyHolder(ctx context.Context, key HolderKey, fn func(*Holder) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwThingsHolderKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ThingsBucket) ModifyHolder(ctx context.Context, key HolderKey, fn func(*Holder) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwThingsHolderKind, key, fn, opts...)
 }
 
 // GetHolder reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetHolder(ctx context.Context, key HolderKey) (kvwatch.Item[Holder], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwThingsHolderKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwThingsHolderKind, key)
 }
 
 // GetHolderRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ThingsBucket) GetHolderRevision(ctx context.Context, key HolderKey, revision uint64) (kvwatch.Item[Holder], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwThingsHolderKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwThingsHolderKind, key, revision)
 }
 
 // DeleteHolder deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ThingsBucket) DeleteHolder(ctx context.Context, key HolderKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwThingsHolderKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwThingsHolderKind, key, opts...)
 }
 
 // PurgeHolder deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ThingsBucket) PurgeHolder(ctx context.Context, key HolderKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwThingsHolderKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwThingsHolderKind, key, opts...)
 }
 
 // HolderHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ThingsBucket) HolderHistory(ctx context.Context, key HolderKey) ([]kvwatch.HistoryEntry[Holder], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwThingsHolderKind, key)
+func (b *ThingsBucket) HolderHistory(ctx context.Context, key HolderKey) ([]kvclient.HistoryEntry[Holder], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwThingsHolderKind, key)
 }
 
 // ListHolder reads the Holder entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ThingsBucket) ListHolder(ctx context.Context, scopes ThingsScopes) ([]kvwatch.Entry[HolderKey, Holder], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsHolderKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsHolderKind, scopes.KVWatchScopes())
 }
 
 // HolderKeys reads the keys of the Holder entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ThingsBucket) HolderKeys(ctx context.Context, scopes ThingsScopes) ([]HolderKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsHolderKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwThingsSpec, &kvwThingsHolderKind, scopes.KVWatchScopes())
 }
 
 // ThingsBatch collects writes to bucket things that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type ThingsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see ThingsBatch).
 func (b *ThingsBucket) Batch() *ThingsBatch {
-	return &ThingsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &ThingsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutVs adds a put of v under key.
 func (t *ThingsBatch) PutVs(key VsKey, v []vpkg2.T) *ThingsBatch {
-	kvwatch.BatchPut(t.b, &kvwThingsVsKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwThingsVsKind, key, v)
 	return t
 }
 
@@ -1183,25 +1192,25 @@ func (t *ThingsBatch) PutVs(key VsKey, v []vpkg2.T) *ThingsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ThingsBatch) UpdateVs(key VsKey, v []vpkg2.T, revision uint64) *ThingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwThingsVsKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwThingsVsKind, key, v, revision)
 	return t
 }
 
 // DeleteVs adds a delete of key.
 func (t *ThingsBatch) DeleteVs(key VsKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsVsKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsVsKind, key, false)
 	return t
 }
 
 // PurgeVs adds a purge of key (its history too).
 func (t *ThingsBatch) PurgeVs(key VsKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsVsKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsVsKind, key, true)
 	return t
 }
 
 // PutCP adds a put of v under key.
 func (t *ThingsBatch) PutCP(key CPKey, v cppkg.T) *ThingsBatch {
-	kvwatch.BatchPut(t.b, &kvwThingsCPKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwThingsCPKind, key, v)
 	return t
 }
 
@@ -1209,25 +1218,25 @@ func (t *ThingsBatch) PutCP(key CPKey, v cppkg.T) *ThingsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ThingsBatch) UpdateCP(key CPKey, v cppkg.T, revision uint64) *ThingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwThingsCPKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwThingsCPKind, key, v, revision)
 	return t
 }
 
 // DeleteCP adds a delete of key.
 func (t *ThingsBatch) DeleteCP(key CPKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsCPKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsCPKind, key, false)
 	return t
 }
 
 // PurgeCP adds a purge of key (its history too).
 func (t *ThingsBatch) PurgeCP(key CPKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsCPKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsCPKind, key, true)
 	return t
 }
 
 // PutErr adds a put of v under key.
 func (t *ThingsBatch) PutErr(key ErrKey, v map[string]errpkg.T) *ThingsBatch {
-	kvwatch.BatchPut(t.b, &kvwThingsErrKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwThingsErrKind, key, v)
 	return t
 }
 
@@ -1235,25 +1244,25 @@ func (t *ThingsBatch) PutErr(key ErrKey, v map[string]errpkg.T) *ThingsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ThingsBatch) UpdateErr(key ErrKey, v map[string]errpkg.T, revision uint64) *ThingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwThingsErrKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwThingsErrKind, key, v, revision)
 	return t
 }
 
 // DeleteErr adds a delete of key.
 func (t *ThingsBatch) DeleteErr(key ErrKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsErrKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsErrKind, key, false)
 	return t
 }
 
 // PurgeErr adds a purge of key (its history too).
 func (t *ThingsBatch) PurgeErr(key ErrKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsErrKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsErrKind, key, true)
 	return t
 }
 
 // PutW adds a put of v under key.
 func (t *ThingsBatch) PutW(key WKey, v wpkg.T) *ThingsBatch {
-	kvwatch.BatchPut(t.b, &kvwThingsWKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwThingsWKind, key, v)
 	return t
 }
 
@@ -1261,25 +1270,25 @@ func (t *ThingsBatch) PutW(key WKey, v wpkg.T) *ThingsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ThingsBatch) UpdateW(key WKey, v wpkg.T, revision uint64) *ThingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwThingsWKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwThingsWKind, key, v, revision)
 	return t
 }
 
 // DeleteW adds a delete of key.
 func (t *ThingsBatch) DeleteW(key WKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsWKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsWKind, key, false)
 	return t
 }
 
 // PurgeW adds a purge of key (its history too).
 func (t *ThingsBatch) PurgeW(key WKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsWKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsWKind, key, true)
 	return t
 }
 
 // PutAny adds a put of v under key.
 func (t *ThingsBatch) PutAny(key AnyKey, v anypkg.T) *ThingsBatch {
-	kvwatch.BatchPut(t.b, &kvwThingsAnyKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwThingsAnyKind, key, v)
 	return t
 }
 
@@ -1287,25 +1296,25 @@ func (t *ThingsBatch) PutAny(key AnyKey, v anypkg.T) *ThingsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ThingsBatch) UpdateAny(key AnyKey, v anypkg.T, revision uint64) *ThingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwThingsAnyKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwThingsAnyKind, key, v, revision)
 	return t
 }
 
 // DeleteAny adds a delete of key.
 func (t *ThingsBatch) DeleteAny(key AnyKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsAnyKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsAnyKind, key, false)
 	return t
 }
 
 // PurgeAny adds a purge of key (its history too).
 func (t *ThingsBatch) PurgeAny(key AnyKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsAnyKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsAnyKind, key, true)
 	return t
 }
 
 // PutKey adds a put of v under key.
 func (t *ThingsBatch) PutKey(key KeyKey, v keypkg2.T) *ThingsBatch {
-	kvwatch.BatchPut(t.b, &kvwThingsKeyKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwThingsKeyKind, key, v)
 	return t
 }
 
@@ -1313,25 +1322,25 @@ func (t *ThingsBatch) PutKey(key KeyKey, v keypkg2.T) *ThingsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ThingsBatch) UpdateKey(key KeyKey, v keypkg2.T, revision uint64) *ThingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwThingsKeyKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwThingsKeyKind, key, v, revision)
 	return t
 }
 
 // DeleteKey adds a delete of key.
 func (t *ThingsBatch) DeleteKey(key KeyKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsKeyKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsKeyKind, key, false)
 	return t
 }
 
 // PurgeKey adds a purge of key (its history too).
 func (t *ThingsBatch) PurgeKey(key KeyKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsKeyKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsKeyKind, key, true)
 	return t
 }
 
 // PutHolder adds a put of v under key.
 func (t *ThingsBatch) PutHolder(key HolderKey, v Holder) *ThingsBatch {
-	kvwatch.BatchPut(t.b, &kvwThingsHolderKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwThingsHolderKind, key, v)
 	return t
 }
 
@@ -1339,26 +1348,26 @@ func (t *ThingsBatch) PutHolder(key HolderKey, v Holder) *ThingsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ThingsBatch) UpdateHolder(key HolderKey, v Holder, revision uint64) *ThingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwThingsHolderKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwThingsHolderKind, key, v, revision)
 	return t
 }
 
 // DeleteHolder adds a delete of key.
 func (t *ThingsBatch) DeleteHolder(key HolderKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsHolderKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsHolderKind, key, false)
 	return t
 }
 
 // PurgeHolder adds a purge of key (its history too).
 func (t *ThingsBatch) PurgeHolder(key HolderKey) *ThingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwThingsHolderKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwThingsHolderKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewThingsBucket rather than OpenThingsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewThingsBucket rather than OpenThingsBucket.
 func (t *ThingsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -1368,18 +1377,18 @@ func (t *ThingsBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateThingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ThingsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwThingsSpec, opts...)
+func CreateOrUpdateThingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*ThingsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwThingsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package idx
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -136,8 +137,8 @@ type HostsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s HostsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s HostsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -168,49 +169,52 @@ type HostsHandlers struct {
 
 // HostsWatcher watches bucket hosts within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type HostsWatcher struct {
-	*kvwatch.Watcher
-	bindHost *kvwatch.Binding[HostKey, Host]
-	bindNote *kvwatch.Binding[NoteKey, string]
+	kvwatch.Watcher
+	impl     *kvwatchimpl.Watcher
+	bindHost *kvwatchimpl.Binding[HostKey, Host]
+	bindNote *kvwatchimpl.Binding[NoteKey, string]
 }
 
 // HostCache returns the read-only cache of the Host entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
 // Its indexes are kept up to date with every change.
 func (w *HostsWatcher) HostCache() HostCache {
-	return HostCache{w.bindHost.Cache()}
+	c := w.bindHost.Cache()
+	return HostCache{c, c}
 }
 
 // HostCache is the cache of Host entries (kvwatch.Cache, whose methods it
 // has) with the indexes the schema declares: each lookup reads only the
 // entries it returns.
 type HostCache struct {
-	*kvwatch.Cache[HostKey, Host]
+	kvwatch.Cache[HostKey, Host]
+	impl *kvwatchimpl.Cache[HostKey, Host]
 }
 
 // ByRack returns (copies of) the cached Host entries whose rack is v, sorted
 // by key.
 func (c HostCache) ByRack(v string) []kvwatch.Entry[HostKey, Host] {
-	return c.Cache.ByIndex("ByRack", v)
+	return c.impl.ByIndex("ByRack", v)
 }
 
 // ByPort returns (copies of) the cached Host entries whose port is v, sorted
 // by key.
 func (c HostCache) ByPort(v uint32) []kvwatch.Entry[HostKey, Host] {
-	return c.Cache.ByIndex("ByPort", v)
+	return c.impl.ByIndex("ByPort", v)
 }
 
 // Len_ returns (copies of) the cached Host entries whose up is v, sorted by
 // key.
 func (c HostCache) Len_(v bool) []kvwatch.Entry[HostKey, Host] {
-	return c.Cache.ByIndex("Len_", v)
+	return c.impl.ByIndex("Len_", v)
 }
 
 // NoteCache returns the read-only cache of the Note entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *HostsWatcher) NoteCache() *kvwatch.Cache[NoteKey, string] {
+func (w *HostsWatcher) NoteCache() kvwatch.Cache[NoteKey, string] {
 	return w.bindNote.Cache()
 }
 
@@ -220,15 +224,16 @@ func (w *HostsWatcher) NoteCache() *kvwatch.Cache[NoteKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes, h HostsHandlers, opts ...kvwatch.Option) (*HostsWatcher, error) {
-	bindHost := kvwatch.Bind(&kvwHostsHostKind, h.OnHost)
-	bindNote := kvwatch.Bind(&kvwHostsNoteKind, h.OnNote)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwHostsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindHost, bindNote}, opts...)
+	bindHost := kvwatchimpl.Bind(&kvwHostsHostKind, h.OnHost)
+	bindNote := kvwatchimpl.Bind(&kvwHostsNoteKind, h.OnNote)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwHostsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindHost, bindNote}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &HostsWatcher{
 		Watcher:  w,
+		impl:     w,
 		bindHost: bindHost,
 		bindNote: bindNote,
 	}, nil
@@ -237,11 +242,11 @@ func WatchHosts(ctx context.Context, js jetstream.JetStream, scopes HostsScopes,
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *HostsWatcher) SetScopes(ctx context.Context, scopes HostsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -251,12 +256,17 @@ func (w *HostsWatcher) SetScopes(ctx context.Context, scopes HostsScopes) error 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *HostsWatcher) AddHandlers(h HostsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindHost, h.OnHost),
-		kvwatch.HandlerOf(w.bindNote, h.OnNote),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *HostsWatcher) AddHandlers(h HostsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindHost, h.OnHost),
+		kvwatchimpl.HandlerOf(w.bindNote, h.OnNote),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -265,10 +275,9 @@ func (w *HostsWatcher) AddHandlers(h HostsHandlers) (*kvwatch.Registration, erro
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *HostsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindHost, w.bindNote)
+	return w.impl.Events(ctx, w.bindHost, w.bindNote)
 }
 
 // HostsCheckpoint is the state of a HostsWatcher at one revision: every
@@ -292,7 +301,7 @@ type HostsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return HostsCheckpoint{}, err
 	}
@@ -300,24 +309,24 @@ func (w *HostsWatcher) Checkpoint() (HostsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Host:          kvwatch.EntriesOf(cp, &kvwHostsHostKind),
-		Note:          kvwatch.EntriesOf(cp, &kvwHostsNoteKind),
+		Host:          kvwatchimpl.EntriesOf(cp, &kvwHostsHostKind),
+		Note:          kvwatchimpl.EntriesOf(cp, &kvwHostsNoteKind),
 	}, nil
 }
 
 // Resume is the option that starts a HostsWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp HostsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwHostsHostKind, cp.Host)
-	kvwatch.WithEntries(&state, &kvwHostsNoteKind, cp.Note)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwHostsHostKind, cp.Host)
+	kvwatchimpl.WithEntries(&state, &kvwHostsNoteKind, cp.Note)
+	return kvwatchimpl.Resume(state)
 }
 
 // HostsBucket reads and writes entries of bucket hosts with typed keys and
@@ -329,11 +338,12 @@ type HostsBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenHostsBucket opens bucket hosts, or the bucket kvwatch.WithBucket among
-// opts names (hosts-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenHostsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*HostsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwHostsSpec, opts...)
+// OpenHostsBucket opens bucket hosts, or the bucket kvclient.WithBucketName
+// among opts names (hosts-staging; an edge server's mirror, whose writes go
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenHostsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*HostsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwHostsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +356,7 @@ func OpenHostsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatc
 // NewHostsBucket wraps kv: bucket hosts, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenHostsBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenHostsBucket for them.
 func NewHostsBucket(kv jetstream.KeyValue) *HostsBucket {
 	return &HostsBucket{kv: kv}
 }
@@ -358,7 +368,7 @@ func (b *HostsBucket) KeyValue() jetstream.KeyValue {
 
 // PutHost stores v under key and returns the new revision.
 func (b *HostsBucket) PutHost(ctx context.Context, key HostKey, v Host) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwHostsHostKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwHostsHostKind, key, v)
 }
 
 // CreateHost stores v under key only if key does not exist or was deleted,
@@ -366,7 +376,7 @@ func (b *HostsBucket) PutHost(ctx context.Context, key HostKey, v Host) (uint64,
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *HostsBucket) CreateHost(ctx context.Context, key HostKey, v Host, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwHostsHostKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwHostsHostKind, key, v, opts...)
 }
 
 // UpdateHost stores v under key only if key is still at revision
@@ -374,67 +384,67 @@ func (b *HostsBucket) CreateHost(ctx context.Context, key HostKey, v Host, opts 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyHost retries such conflicts
 // for you.
 func (b *HostsBucket) UpdateHost(ctx context.Context, key HostKey, v Host, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwHostsHostKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwHostsHostKind, key, v, revision)
 }
 
 // ModifyHost reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *HostsBucket) ModifyHost(ctx context.Context, key HostKey, fn func(*Host) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwHostsHostKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *HostsBucket) ModifyHost(ctx context.Context, key HostKey, fn func(*Host) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwHostsHostKind, key, fn, opts...)
 }
 
 // GetHost reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *HostsBucket) GetHost(ctx context.Context, key HostKey) (kvwatch.Item[Host], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwHostsHostKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwHostsHostKind, key)
 }
 
 // GetHostRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *HostsBucket) GetHostRevision(ctx context.Context, key HostKey, revision uint64) (kvwatch.Item[Host], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwHostsHostKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwHostsHostKind, key, revision)
 }
 
 // DeleteHost deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *HostsBucket) DeleteHost(ctx context.Context, key HostKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwHostsHostKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwHostsHostKind, key, opts...)
 }
 
 // PurgeHost deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *HostsBucket) PurgeHost(ctx context.Context, key HostKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwHostsHostKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwHostsHostKind, key, opts...)
 }
 
 // HostHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *HostsBucket) HostHistory(ctx context.Context, key HostKey) ([]kvwatch.HistoryEntry[Host], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwHostsHostKind, key)
+func (b *HostsBucket) HostHistory(ctx context.Context, key HostKey) ([]kvclient.HistoryEntry[Host], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwHostsHostKind, key)
 }
 
 // ListHost reads the Host entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *HostsBucket) ListHost(ctx context.Context, scopes HostsScopes) ([]kvwatch.Entry[HostKey, Host], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsHostKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsHostKind, scopes.KVWatchScopes())
 }
 
 // HostKeys reads the keys of the Host entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *HostsBucket) HostKeys(ctx context.Context, scopes HostsScopes) ([]HostKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsHostKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsHostKind, scopes.KVWatchScopes())
 }
 
 // PutNote stores v under key and returns the new revision.
 func (b *HostsBucket) PutNote(ctx context.Context, key NoteKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwHostsNoteKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwHostsNoteKind, key, v)
 }
 
 // CreateNote stores v under key only if key does not exist or was deleted,
@@ -442,7 +452,7 @@ func (b *HostsBucket) PutNote(ctx context.Context, key NoteKey, v string) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *HostsBucket) CreateNote(ctx context.Context, key NoteKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwHostsNoteKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwHostsNoteKind, key, v, opts...)
 }
 
 // UpdateNote stores v under key only if key is still at revision
@@ -450,82 +460,83 @@ func (b *HostsBucket) CreateNote(ctx context.Context, key NoteKey, v string, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyNote retries such conflicts
 // for you.
 func (b *HostsBucket) UpdateNote(ctx context.Context, key NoteKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwHostsNoteKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwHostsNoteKind, key, v, revision)
 }
 
 // ModifyNote reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *HostsBucket) ModifyNote(ctx context.Context, key NoteKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwHostsNoteKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *HostsBucket) ModifyNote(ctx context.Context, key NoteKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwHostsNoteKind, key, fn, opts...)
 }
 
 // GetNote reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *HostsBucket) GetNote(ctx context.Context, key NoteKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwHostsNoteKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwHostsNoteKind, key)
 }
 
 // GetNoteRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *HostsBucket) GetNoteRevision(ctx context.Context, key NoteKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwHostsNoteKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwHostsNoteKind, key, revision)
 }
 
 // DeleteNote deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *HostsBucket) DeleteNote(ctx context.Context, key NoteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwHostsNoteKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwHostsNoteKind, key, opts...)
 }
 
 // PurgeNote deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *HostsBucket) PurgeNote(ctx context.Context, key NoteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwHostsNoteKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwHostsNoteKind, key, opts...)
 }
 
 // NoteHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *HostsBucket) NoteHistory(ctx context.Context, key NoteKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwHostsNoteKind, key)
+func (b *HostsBucket) NoteHistory(ctx context.Context, key NoteKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwHostsNoteKind, key)
 }
 
 // ListNote reads the Note entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *HostsBucket) ListNote(ctx context.Context, scopes HostsScopes) ([]kvwatch.Entry[NoteKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsNoteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsNoteKind, scopes.KVWatchScopes())
 }
 
 // NoteKeys reads the keys of the Note entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *HostsBucket) NoteKeys(ctx context.Context, scopes HostsScopes) ([]NoteKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsNoteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwHostsSpec, &kvwHostsNoteKind, scopes.KVWatchScopes())
 }
 
 // HostsBatch collects writes to bucket hosts that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type HostsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see HostsBatch).
 func (b *HostsBucket) Batch() *HostsBatch {
-	return &HostsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &HostsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutHost adds a put of v under key.
 func (t *HostsBatch) PutHost(key HostKey, v Host) *HostsBatch {
-	kvwatch.BatchPut(t.b, &kvwHostsHostKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwHostsHostKind, key, v)
 	return t
 }
 
@@ -533,25 +544,25 @@ func (t *HostsBatch) PutHost(key HostKey, v Host) *HostsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *HostsBatch) UpdateHost(key HostKey, v Host, revision uint64) *HostsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwHostsHostKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwHostsHostKind, key, v, revision)
 	return t
 }
 
 // DeleteHost adds a delete of key.
 func (t *HostsBatch) DeleteHost(key HostKey) *HostsBatch {
-	kvwatch.BatchDelete(t.b, &kvwHostsHostKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwHostsHostKind, key, false)
 	return t
 }
 
 // PurgeHost adds a purge of key (its history too).
 func (t *HostsBatch) PurgeHost(key HostKey) *HostsBatch {
-	kvwatch.BatchDelete(t.b, &kvwHostsHostKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwHostsHostKind, key, true)
 	return t
 }
 
 // PutNote adds a put of v under key.
 func (t *HostsBatch) PutNote(key NoteKey, v string) *HostsBatch {
-	kvwatch.BatchPut(t.b, &kvwHostsNoteKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwHostsNoteKind, key, v)
 	return t
 }
 
@@ -559,26 +570,26 @@ func (t *HostsBatch) PutNote(key NoteKey, v string) *HostsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *HostsBatch) UpdateNote(key NoteKey, v string, revision uint64) *HostsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwHostsNoteKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwHostsNoteKind, key, v, revision)
 	return t
 }
 
 // DeleteNote adds a delete of key.
 func (t *HostsBatch) DeleteNote(key NoteKey) *HostsBatch {
-	kvwatch.BatchDelete(t.b, &kvwHostsNoteKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwHostsNoteKind, key, false)
 	return t
 }
 
 // PurgeNote adds a purge of key (its history too).
 func (t *HostsBatch) PurgeNote(key NoteKey) *HostsBatch {
-	kvwatch.BatchDelete(t.b, &kvwHostsNoteKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwHostsNoteKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewHostsBucket rather than OpenHostsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewHostsBucket rather than OpenHostsBucket.
 func (t *HostsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -588,18 +599,18 @@ func (t *HostsBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateHostsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*HostsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwHostsSpec, opts...)
+func CreateOrUpdateHostsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*HostsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwHostsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package initialisms
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,10 +84,10 @@ type KVStoreScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s KVStoreScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s KVStoreScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.User {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -119,17 +120,18 @@ type KVStoreHandlers struct {
 
 // KVStoreWatcher watches bucket kv-store within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type KVStoreWatcher struct {
-	*kvwatch.Watcher
-	bindAPIKey *kvwatch.Binding[APIKeyKey, APIKey]
+	kvwatch.Watcher
+	impl       *kvwatchimpl.Watcher
+	bindAPIKey *kvwatchimpl.Binding[APIKeyKey, APIKey]
 }
 
 // APIKeyCache returns the read-only cache of the APIKey entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *KVStoreWatcher) APIKeyCache() *kvwatch.Cache[APIKeyKey, APIKey] {
+func (w *KVStoreWatcher) APIKeyCache() kvwatch.Cache[APIKeyKey, APIKey] {
 	return w.bindAPIKey.Cache()
 }
 
@@ -139,14 +141,15 @@ func (w *KVStoreWatcher) APIKeyCache() *kvwatch.Cache[APIKeyKey, APIKey] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchKVStore(ctx context.Context, js jetstream.JetStream, scopes KVStoreScopes, h KVStoreHandlers, opts ...kvwatch.Option) (*KVStoreWatcher, error) {
-	bindAPIKey := kvwatch.Bind(&kvwKVStoreAPIKeyKind, h.OnAPIKey)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwKVStoreSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindAPIKey}, opts...)
+	bindAPIKey := kvwatchimpl.Bind(&kvwKVStoreAPIKeyKind, h.OnAPIKey)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwKVStoreSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindAPIKey}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &KVStoreWatcher{
 		Watcher:    w,
+		impl:       w,
 		bindAPIKey: bindAPIKey,
 	}, nil
 }
@@ -154,11 +157,11 @@ func WatchKVStore(ctx context.Context, js jetstream.JetStream, scopes KVStoreSco
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *KVStoreWatcher) SetScopes(ctx context.Context, scopes KVStoreScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -168,11 +171,16 @@ func (w *KVStoreWatcher) SetScopes(ctx context.Context, scopes KVStoreScopes) er
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *KVStoreWatcher) AddHandlers(h KVStoreHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindAPIKey, h.OnAPIKey),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *KVStoreWatcher) AddHandlers(h KVStoreHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindAPIKey, h.OnAPIKey),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -181,10 +189,9 @@ func (w *KVStoreWatcher) AddHandlers(h KVStoreHandlers) (*kvwatch.Registration, 
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *KVStoreWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindAPIKey)
+	return w.impl.Events(ctx, w.bindAPIKey)
 }
 
 // KVStoreCheckpoint is the state of a KVStoreWatcher at one revision: every
@@ -206,7 +213,7 @@ type KVStoreCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return KVStoreCheckpoint{}, err
 	}
@@ -214,22 +221,22 @@ func (w *KVStoreWatcher) Checkpoint() (KVStoreCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		APIKey:        kvwatch.EntriesOf(cp, &kvwKVStoreAPIKeyKind),
+		APIKey:        kvwatchimpl.EntriesOf(cp, &kvwKVStoreAPIKeyKind),
 	}, nil
 }
 
 // Resume is the option that starts a KVStoreWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp KVStoreCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwKVStoreAPIKeyKind, cp.APIKey)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwKVStoreAPIKeyKind, cp.APIKey)
+	return kvwatchimpl.Resume(state)
 }
 
 // KVStoreBucket reads and writes entries of bucket kv-store with typed keys
@@ -241,11 +248,13 @@ type KVStoreBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenKVStoreBucket opens bucket kv-store, or the bucket kvwatch.WithBucket
-// among opts names (kv-store-staging; an edge server's mirror, whose writes
-// go to the hub). Its List, Keys and History methods read through js.
-func OpenKVStoreBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*KVStoreBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwKVStoreSpec, opts...)
+// OpenKVStoreBucket opens bucket kv-store, or the bucket
+// kvclient.WithBucketName among opts names (kv-store-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenKVStoreBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*KVStoreBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwKVStoreSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +267,7 @@ func OpenKVStoreBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwa
 // NewKVStoreBucket wraps kv: bucket kv-store, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenKVStoreBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenKVStoreBucket for them.
 func NewKVStoreBucket(kv jetstream.KeyValue) *KVStoreBucket {
 	return &KVStoreBucket{kv: kv}
 }
@@ -270,7 +279,7 @@ func (b *KVStoreBucket) KeyValue() jetstream.KeyValue {
 
 // PutAPIKey stores v under key and returns the new revision.
 func (b *KVStoreBucket) PutAPIKey(ctx context.Context, key APIKeyKey, v APIKey) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v)
 }
 
 // CreateAPIKey stores v under key only if key does not exist or was deleted,
@@ -278,7 +287,7 @@ func (b *KVStoreBucket) PutAPIKey(ctx context.Context, key APIKeyKey, v APIKey) 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *KVStoreBucket) CreateAPIKey(ctx context.Context, key APIKeyKey, v APIKey, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v, opts...)
 }
 
 // UpdateAPIKey stores v under key only if key is still at revision
@@ -286,84 +295,84 @@ func (b *KVStoreBucket) CreateAPIKey(ctx context.Context, key APIKeyKey, v APIKe
 // matches jetstream.ErrKeyRevisionMismatch. ModifyAPIKey retries such
 // conflicts for you.
 func (b *KVStoreBucket) UpdateAPIKey(ctx context.Context, key APIKeyKey, v APIKey, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, v, revision)
 }
 
 // ModifyAPIKey reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *KVStoreBucket) ModifyAPIKey(ctx context.Context, key APIKeyKey, fn func(*APIKey) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *KVStoreBucket) ModifyAPIKey(ctx context.Context, key APIKeyKey, fn func(*APIKey) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, fn, opts...)
 }
 
 // GetAPIKey reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *KVStoreBucket) GetAPIKey(ctx context.Context, key APIKeyKey) (kvwatch.Item[APIKey], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwKVStoreAPIKeyKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwKVStoreAPIKeyKind, key)
 }
 
 // GetAPIKeyRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *KVStoreBucket) GetAPIKeyRevision(ctx context.Context, key APIKeyKey, revision uint64) (kvwatch.Item[APIKey], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, revision)
 }
 
 // DeleteAPIKey deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *KVStoreBucket) DeleteAPIKey(ctx context.Context, key APIKeyKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, opts...)
 }
 
 // PurgeAPIKey deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *KVStoreBucket) PurgeAPIKey(ctx context.Context, key APIKeyKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwKVStoreAPIKeyKind, key, opts...)
 }
 
 // APIKeyHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *KVStoreBucket) APIKeyHistory(ctx context.Context, key APIKeyKey) ([]kvwatch.HistoryEntry[APIKey], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwKVStoreAPIKeyKind, key)
+func (b *KVStoreBucket) APIKeyHistory(ctx context.Context, key APIKeyKey) ([]kvclient.HistoryEntry[APIKey], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwKVStoreAPIKeyKind, key)
 }
 
 // ListAPIKey reads the APIKey entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *KVStoreBucket) ListAPIKey(ctx context.Context, scopes KVStoreScopes) ([]kvwatch.Entry[APIKeyKey, APIKey], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwKVStoreSpec, &kvwKVStoreAPIKeyKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwKVStoreSpec, &kvwKVStoreAPIKeyKind, scopes.KVWatchScopes())
 }
 
 // APIKeyKeys reads the keys of the APIKey entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *KVStoreBucket) APIKeyKeys(ctx context.Context, scopes KVStoreScopes) ([]APIKeyKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwKVStoreSpec, &kvwKVStoreAPIKeyKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwKVStoreSpec, &kvwKVStoreAPIKeyKind, scopes.KVWatchScopes())
 }
 
 // KVStoreBatch collects writes to bucket kv-store that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type KVStoreBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see KVStoreBatch).
 func (b *KVStoreBucket) Batch() *KVStoreBatch {
-	return &KVStoreBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &KVStoreBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutAPIKey adds a put of v under key.
 func (t *KVStoreBatch) PutAPIKey(key APIKeyKey, v APIKey) *KVStoreBatch {
-	kvwatch.BatchPut(t.b, &kvwKVStoreAPIKeyKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwKVStoreAPIKeyKind, key, v)
 	return t
 }
 
@@ -371,26 +380,26 @@ func (t *KVStoreBatch) PutAPIKey(key APIKeyKey, v APIKey) *KVStoreBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *KVStoreBatch) UpdateAPIKey(key APIKeyKey, v APIKey, revision uint64) *KVStoreBatch {
-	kvwatch.BatchUpdate(t.b, &kvwKVStoreAPIKeyKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwKVStoreAPIKeyKind, key, v, revision)
 	return t
 }
 
 // DeleteAPIKey adds a delete of key.
 func (t *KVStoreBatch) DeleteAPIKey(key APIKeyKey) *KVStoreBatch {
-	kvwatch.BatchDelete(t.b, &kvwKVStoreAPIKeyKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwKVStoreAPIKeyKind, key, false)
 	return t
 }
 
 // PurgeAPIKey adds a purge of key (its history too).
 func (t *KVStoreBatch) PurgeAPIKey(key APIKeyKey) *KVStoreBatch {
-	kvwatch.BatchDelete(t.b, &kvwKVStoreAPIKeyKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwKVStoreAPIKeyKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewKVStoreBucket rather than OpenKVStoreBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewKVStoreBucket rather than OpenKVStoreBucket.
 func (t *KVStoreBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -400,18 +409,18 @@ func (t *KVStoreBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateKVStoreBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*KVStoreBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwKVStoreSpec, opts...)
+func CreateOrUpdateKVStoreBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*KVStoreBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwKVStoreSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

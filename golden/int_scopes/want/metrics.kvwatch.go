@@ -4,6 +4,7 @@ package intscopes
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -127,22 +128,22 @@ type MetricsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s MetricsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s MetricsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Tenant {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{strconv.FormatUint(v, 10)},
 		})
 	}
 	for _, v := range s.Day {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  1,
 			Params: []string{strconv.FormatUint(v.Tenant, 10), strconv.FormatInt(v.Day, 10)},
 		})
 	}
 	for _, v := range s.Host {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  2,
 			Params: []string{strconv.FormatUint(v.Tenant, 10), strconv.FormatInt(v.Day, 10), v.Host},
 		})
@@ -175,17 +176,18 @@ type MetricsHandlers struct {
 
 // MetricsWatcher watches bucket metrics within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type MetricsWatcher struct {
-	*kvwatch.Watcher
-	bindSample *kvwatch.Binding[SampleKey, float64]
+	kvwatch.Watcher
+	impl       *kvwatchimpl.Watcher
+	bindSample *kvwatchimpl.Binding[SampleKey, float64]
 }
 
 // SampleCache returns the read-only cache of the Sample entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *MetricsWatcher) SampleCache() *kvwatch.Cache[SampleKey, float64] {
+func (w *MetricsWatcher) SampleCache() kvwatch.Cache[SampleKey, float64] {
 	return w.bindSample.Cache()
 }
 
@@ -195,14 +197,15 @@ func (w *MetricsWatcher) SampleCache() *kvwatch.Cache[SampleKey, float64] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchMetrics(ctx context.Context, js jetstream.JetStream, scopes MetricsScopes, h MetricsHandlers, opts ...kvwatch.Option) (*MetricsWatcher, error) {
-	bindSample := kvwatch.Bind(&kvwMetricsSampleKind, h.OnSample)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwMetricsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindSample}, opts...)
+	bindSample := kvwatchimpl.Bind(&kvwMetricsSampleKind, h.OnSample)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwMetricsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindSample}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &MetricsWatcher{
 		Watcher:    w,
+		impl:       w,
 		bindSample: bindSample,
 	}, nil
 }
@@ -210,11 +213,11 @@ func WatchMetrics(ctx context.Context, js jetstream.JetStream, scopes MetricsSco
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *MetricsWatcher) SetScopes(ctx context.Context, scopes MetricsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -224,11 +227,16 @@ func (w *MetricsWatcher) SetScopes(ctx context.Context, scopes MetricsScopes) er
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *MetricsWatcher) AddHandlers(h MetricsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindSample, h.OnSample),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *MetricsWatcher) AddHandlers(h MetricsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindSample, h.OnSample),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -237,10 +245,9 @@ func (w *MetricsWatcher) AddHandlers(h MetricsHandlers) (*kvwatch.Registration, 
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *MetricsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindSample)
+	return w.impl.Events(ctx, w.bindSample)
 }
 
 // MetricsCheckpoint is the state of a MetricsWatcher at one revision: every
@@ -262,7 +269,7 @@ type MetricsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return MetricsCheckpoint{}, err
 	}
@@ -270,22 +277,22 @@ func (w *MetricsWatcher) Checkpoint() (MetricsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Sample:        kvwatch.EntriesOf(cp, &kvwMetricsSampleKind),
+		Sample:        kvwatchimpl.EntriesOf(cp, &kvwMetricsSampleKind),
 	}, nil
 }
 
 // Resume is the option that starts a MetricsWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp MetricsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwMetricsSampleKind, cp.Sample)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwMetricsSampleKind, cp.Sample)
+	return kvwatchimpl.Resume(state)
 }
 
 // MetricsBucket reads and writes entries of bucket metrics with typed keys
@@ -297,11 +304,13 @@ type MetricsBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenMetricsBucket opens bucket metrics, or the bucket kvwatch.WithBucket
-// among opts names (metrics-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenMetricsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*MetricsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwMetricsSpec, opts...)
+// OpenMetricsBucket opens bucket metrics, or the bucket
+// kvclient.WithBucketName among opts names (metrics-staging; an edge server's
+// mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenMetricsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*MetricsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwMetricsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +323,7 @@ func OpenMetricsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwa
 // NewMetricsBucket wraps kv: bucket metrics, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenMetricsBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenMetricsBucket for them.
 func NewMetricsBucket(kv jetstream.KeyValue) *MetricsBucket {
 	return &MetricsBucket{kv: kv}
 }
@@ -326,7 +335,7 @@ func (b *MetricsBucket) KeyValue() jetstream.KeyValue {
 
 // PutSample stores v under key and returns the new revision.
 func (b *MetricsBucket) PutSample(ctx context.Context, key SampleKey, v float64) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwMetricsSampleKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwMetricsSampleKind, key, v)
 }
 
 // CreateSample stores v under key only if key does not exist or was deleted,
@@ -334,7 +343,7 @@ func (b *MetricsBucket) PutSample(ctx context.Context, key SampleKey, v float64)
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *MetricsBucket) CreateSample(ctx context.Context, key SampleKey, v float64, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwMetricsSampleKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwMetricsSampleKind, key, v, opts...)
 }
 
 // UpdateSample stores v under key only if key is still at revision
@@ -342,84 +351,84 @@ func (b *MetricsBucket) CreateSample(ctx context.Context, key SampleKey, v float
 // matches jetstream.ErrKeyRevisionMismatch. ModifySample retries such
 // conflicts for you.
 func (b *MetricsBucket) UpdateSample(ctx context.Context, key SampleKey, v float64, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwMetricsSampleKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwMetricsSampleKind, key, v, revision)
 }
 
 // ModifySample reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *MetricsBucket) ModifySample(ctx context.Context, key SampleKey, fn func(*float64) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwMetricsSampleKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *MetricsBucket) ModifySample(ctx context.Context, key SampleKey, fn func(*float64) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwMetricsSampleKind, key, fn, opts...)
 }
 
 // GetSample reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *MetricsBucket) GetSample(ctx context.Context, key SampleKey) (kvwatch.Item[float64], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwMetricsSampleKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwMetricsSampleKind, key)
 }
 
 // GetSampleRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *MetricsBucket) GetSampleRevision(ctx context.Context, key SampleKey, revision uint64) (kvwatch.Item[float64], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwMetricsSampleKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwMetricsSampleKind, key, revision)
 }
 
 // DeleteSample deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *MetricsBucket) DeleteSample(ctx context.Context, key SampleKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwMetricsSampleKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwMetricsSampleKind, key, opts...)
 }
 
 // PurgeSample deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *MetricsBucket) PurgeSample(ctx context.Context, key SampleKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwMetricsSampleKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwMetricsSampleKind, key, opts...)
 }
 
 // SampleHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *MetricsBucket) SampleHistory(ctx context.Context, key SampleKey) ([]kvwatch.HistoryEntry[float64], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwMetricsSampleKind, key)
+func (b *MetricsBucket) SampleHistory(ctx context.Context, key SampleKey) ([]kvclient.HistoryEntry[float64], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwMetricsSampleKind, key)
 }
 
 // ListSample reads the Sample entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *MetricsBucket) ListSample(ctx context.Context, scopes MetricsScopes) ([]kvwatch.Entry[SampleKey, float64], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwMetricsSpec, &kvwMetricsSampleKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwMetricsSpec, &kvwMetricsSampleKind, scopes.KVWatchScopes())
 }
 
 // SampleKeys reads the keys of the Sample entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *MetricsBucket) SampleKeys(ctx context.Context, scopes MetricsScopes) ([]SampleKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwMetricsSpec, &kvwMetricsSampleKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwMetricsSpec, &kvwMetricsSampleKind, scopes.KVWatchScopes())
 }
 
 // MetricsBatch collects writes to bucket metrics that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type MetricsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see MetricsBatch).
 func (b *MetricsBucket) Batch() *MetricsBatch {
-	return &MetricsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &MetricsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutSample adds a put of v under key.
 func (t *MetricsBatch) PutSample(key SampleKey, v float64) *MetricsBatch {
-	kvwatch.BatchPut(t.b, &kvwMetricsSampleKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwMetricsSampleKind, key, v)
 	return t
 }
 
@@ -427,26 +436,26 @@ func (t *MetricsBatch) PutSample(key SampleKey, v float64) *MetricsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *MetricsBatch) UpdateSample(key SampleKey, v float64, revision uint64) *MetricsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwMetricsSampleKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwMetricsSampleKind, key, v, revision)
 	return t
 }
 
 // DeleteSample adds a delete of key.
 func (t *MetricsBatch) DeleteSample(key SampleKey) *MetricsBatch {
-	kvwatch.BatchDelete(t.b, &kvwMetricsSampleKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwMetricsSampleKind, key, false)
 	return t
 }
 
 // PurgeSample adds a purge of key (its history too).
 func (t *MetricsBatch) PurgeSample(key SampleKey) *MetricsBatch {
-	kvwatch.BatchDelete(t.b, &kvwMetricsSampleKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwMetricsSampleKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewMetricsBucket rather than OpenMetricsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewMetricsBucket rather than OpenMetricsBucket.
 func (t *MetricsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -456,18 +465,18 @@ func (t *MetricsBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateMetricsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*MetricsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwMetricsSpec, opts...)
+func CreateOrUpdateMetricsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*MetricsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwMetricsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package jsonvalues
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -291,8 +292,8 @@ type ValuesScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s ValuesScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s ValuesScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -331,55 +332,56 @@ type ValuesHandlers struct {
 
 // ValuesWatcher watches bucket values within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type ValuesWatcher struct {
-	*kvwatch.Watcher
-	bindEverything *kvwatch.Binding[EverythingKey, Everything]
-	bindNames      *kvwatch.Binding[NamesKey, Names]
-	bindWide       *kvwatch.Binding[WideKey, Wide]
-	bindList       *kvwatch.Binding[ListKey, []int32]
-	bindCount      *kvwatch.Binding[CountKey, uint32]
-	bindStamp      *kvwatch.Binding[StampKey, time.Time]
+	kvwatch.Watcher
+	impl           *kvwatchimpl.Watcher
+	bindEverything *kvwatchimpl.Binding[EverythingKey, Everything]
+	bindNames      *kvwatchimpl.Binding[NamesKey, Names]
+	bindWide       *kvwatchimpl.Binding[WideKey, Wide]
+	bindList       *kvwatchimpl.Binding[ListKey, []int32]
+	bindCount      *kvwatchimpl.Binding[CountKey, uint32]
+	bindStamp      *kvwatchimpl.Binding[StampKey, time.Time]
 }
 
 // EverythingCache returns the read-only cache of the Everything entries in
 // the watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ValuesWatcher) EverythingCache() *kvwatch.Cache[EverythingKey, Everything] {
+func (w *ValuesWatcher) EverythingCache() kvwatch.Cache[EverythingKey, Everything] {
 	return w.bindEverything.Cache()
 }
 
 // NamesCache returns the read-only cache of the Names entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ValuesWatcher) NamesCache() *kvwatch.Cache[NamesKey, Names] {
+func (w *ValuesWatcher) NamesCache() kvwatch.Cache[NamesKey, Names] {
 	return w.bindNames.Cache()
 }
 
 // WideCache returns the read-only cache of the Wide entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ValuesWatcher) WideCache() *kvwatch.Cache[WideKey, Wide] {
+func (w *ValuesWatcher) WideCache() kvwatch.Cache[WideKey, Wide] {
 	return w.bindWide.Cache()
 }
 
 // ListCache returns the read-only cache of the List entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ValuesWatcher) ListCache() *kvwatch.Cache[ListKey, []int32] {
+func (w *ValuesWatcher) ListCache() kvwatch.Cache[ListKey, []int32] {
 	return w.bindList.Cache()
 }
 
 // CountCache returns the read-only cache of the Count entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ValuesWatcher) CountCache() *kvwatch.Cache[CountKey, uint32] {
+func (w *ValuesWatcher) CountCache() kvwatch.Cache[CountKey, uint32] {
 	return w.bindCount.Cache()
 }
 
 // StampCache returns the read-only cache of the Stamp entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ValuesWatcher) StampCache() *kvwatch.Cache[StampKey, time.Time] {
+func (w *ValuesWatcher) StampCache() kvwatch.Cache[StampKey, time.Time] {
 	return w.bindStamp.Cache()
 }
 
@@ -389,19 +391,20 @@ func (w *ValuesWatcher) StampCache() *kvwatch.Cache[StampKey, time.Time] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchValues(ctx context.Context, js jetstream.JetStream, scopes ValuesScopes, h ValuesHandlers, opts ...kvwatch.Option) (*ValuesWatcher, error) {
-	bindEverything := kvwatch.Bind(&kvwValuesEverythingKind, h.OnEverything)
-	bindNames := kvwatch.Bind(&kvwValuesNamesKind, h.OnNames)
-	bindWide := kvwatch.Bind(&kvwValuesWideKind, h.OnWide)
-	bindList := kvwatch.Bind(&kvwValuesListKind, h.OnList)
-	bindCount := kvwatch.Bind(&kvwValuesCountKind, h.OnCount)
-	bindStamp := kvwatch.Bind(&kvwValuesStampKind, h.OnStamp)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwValuesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindEverything, bindNames, bindWide, bindList, bindCount, bindStamp}, opts...)
+	bindEverything := kvwatchimpl.Bind(&kvwValuesEverythingKind, h.OnEverything)
+	bindNames := kvwatchimpl.Bind(&kvwValuesNamesKind, h.OnNames)
+	bindWide := kvwatchimpl.Bind(&kvwValuesWideKind, h.OnWide)
+	bindList := kvwatchimpl.Bind(&kvwValuesListKind, h.OnList)
+	bindCount := kvwatchimpl.Bind(&kvwValuesCountKind, h.OnCount)
+	bindStamp := kvwatchimpl.Bind(&kvwValuesStampKind, h.OnStamp)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwValuesSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindEverything, bindNames, bindWide, bindList, bindCount, bindStamp}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ValuesWatcher{
 		Watcher:        w,
+		impl:           w,
 		bindEverything: bindEverything,
 		bindNames:      bindNames,
 		bindWide:       bindWide,
@@ -414,11 +417,11 @@ func WatchValues(ctx context.Context, js jetstream.JetStream, scopes ValuesScope
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *ValuesWatcher) SetScopes(ctx context.Context, scopes ValuesScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -428,16 +431,21 @@ func (w *ValuesWatcher) SetScopes(ctx context.Context, scopes ValuesScopes) erro
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *ValuesWatcher) AddHandlers(h ValuesHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindEverything, h.OnEverything),
-		kvwatch.HandlerOf(w.bindNames, h.OnNames),
-		kvwatch.HandlerOf(w.bindWide, h.OnWide),
-		kvwatch.HandlerOf(w.bindList, h.OnList),
-		kvwatch.HandlerOf(w.bindCount, h.OnCount),
-		kvwatch.HandlerOf(w.bindStamp, h.OnStamp),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *ValuesWatcher) AddHandlers(h ValuesHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindEverything, h.OnEverything),
+		kvwatchimpl.HandlerOf(w.bindNames, h.OnNames),
+		kvwatchimpl.HandlerOf(w.bindWide, h.OnWide),
+		kvwatchimpl.HandlerOf(w.bindList, h.OnList),
+		kvwatchimpl.HandlerOf(w.bindCount, h.OnCount),
+		kvwatchimpl.HandlerOf(w.bindStamp, h.OnStamp),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -446,10 +454,9 @@ func (w *ValuesWatcher) AddHandlers(h ValuesHandlers) (*kvwatch.Registration, er
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *ValuesWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindEverything, w.bindNames, w.bindWide, w.bindList, w.bindCount, w.bindStamp)
+	return w.impl.Events(ctx, w.bindEverything, w.bindNames, w.bindWide, w.bindList, w.bindCount, w.bindStamp)
 }
 
 // ValuesCheckpoint is the state of a ValuesWatcher at one revision: every
@@ -481,7 +488,7 @@ type ValuesCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *ValuesWatcher) Checkpoint() (ValuesCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return ValuesCheckpoint{}, err
 	}
@@ -489,32 +496,32 @@ func (w *ValuesWatcher) Checkpoint() (ValuesCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Everything:    kvwatch.EntriesOf(cp, &kvwValuesEverythingKind),
-		Names:         kvwatch.EntriesOf(cp, &kvwValuesNamesKind),
-		Wide:          kvwatch.EntriesOf(cp, &kvwValuesWideKind),
-		List:          kvwatch.EntriesOf(cp, &kvwValuesListKind),
-		Count:         kvwatch.EntriesOf(cp, &kvwValuesCountKind),
-		Stamp:         kvwatch.EntriesOf(cp, &kvwValuesStampKind),
+		Everything:    kvwatchimpl.EntriesOf(cp, &kvwValuesEverythingKind),
+		Names:         kvwatchimpl.EntriesOf(cp, &kvwValuesNamesKind),
+		Wide:          kvwatchimpl.EntriesOf(cp, &kvwValuesWideKind),
+		List:          kvwatchimpl.EntriesOf(cp, &kvwValuesListKind),
+		Count:         kvwatchimpl.EntriesOf(cp, &kvwValuesCountKind),
+		Stamp:         kvwatchimpl.EntriesOf(cp, &kvwValuesStampKind),
 	}, nil
 }
 
 // Resume is the option that starts a ValuesWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp ValuesCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwValuesEverythingKind, cp.Everything)
-	kvwatch.WithEntries(&state, &kvwValuesNamesKind, cp.Names)
-	kvwatch.WithEntries(&state, &kvwValuesWideKind, cp.Wide)
-	kvwatch.WithEntries(&state, &kvwValuesListKind, cp.List)
-	kvwatch.WithEntries(&state, &kvwValuesCountKind, cp.Count)
-	kvwatch.WithEntries(&state, &kvwValuesStampKind, cp.Stamp)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwValuesEverythingKind, cp.Everything)
+	kvwatchimpl.WithEntries(&state, &kvwValuesNamesKind, cp.Names)
+	kvwatchimpl.WithEntries(&state, &kvwValuesWideKind, cp.Wide)
+	kvwatchimpl.WithEntries(&state, &kvwValuesListKind, cp.List)
+	kvwatchimpl.WithEntries(&state, &kvwValuesCountKind, cp.Count)
+	kvwatchimpl.WithEntries(&state, &kvwValuesStampKind, cp.Stamp)
+	return kvwatchimpl.Resume(state)
 }
 
 // ValuesBucket reads and writes entries of bucket values with typed keys and
@@ -526,11 +533,12 @@ type ValuesBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenValuesBucket opens bucket values, or the bucket kvwatch.WithBucket
+// OpenValuesBucket opens bucket values, or the bucket kvclient.WithBucketName
 // among opts names (values-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenValuesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ValuesBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwValuesSpec, opts...)
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenValuesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*ValuesBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwValuesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -543,7 +551,7 @@ func OpenValuesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwat
 // NewValuesBucket wraps kv: bucket values, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenValuesBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenValuesBucket for them.
 func NewValuesBucket(kv jetstream.KeyValue) *ValuesBucket {
 	return &ValuesBucket{kv: kv}
 }
@@ -555,7 +563,7 @@ func (b *ValuesBucket) KeyValue() jetstream.KeyValue {
 
 // PutEverything stores v under key and returns the new revision.
 func (b *ValuesBucket) PutEverything(ctx context.Context, key EverythingKey, v Everything) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwValuesEverythingKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwValuesEverythingKind, key, v)
 }
 
 // CreateEverything stores v under key only if key does not exist or was
@@ -563,7 +571,7 @@ func (b *ValuesBucket) PutEverything(ctx context.Context, key EverythingKey, v E
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ValuesBucket) CreateEverything(ctx context.Context, key EverythingKey, v Everything, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwValuesEverythingKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwValuesEverythingKind, key, v, opts...)
 }
 
 // UpdateEverything stores v under key only if key is still at revision
@@ -571,68 +579,69 @@ func (b *ValuesBucket) CreateEverything(ctx context.Context, key EverythingKey, 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyEverything retries such
 // conflicts for you.
 func (b *ValuesBucket) UpdateEverything(ctx context.Context, key EverythingKey, v Everything, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwValuesEverythingKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwValuesEverythingKind, key, v, revision)
 }
 
 // ModifyEverything reads key, lets fn change a copy of its value, and writes
 // it back if key is still at the revision read; on a conflict it reads again
 // and retries, with backoff, so that concurrent modifiers each apply their
-// change once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ValuesBucket) ModifyEverything(ctx context.Context, key EverythingKey, fn func(*Everything) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwValuesEverythingKind, key, fn, opts...)
+// change once (see package kvclient). It returns the revision written; fn
+// returning kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent
+// among opts creates a missing key from the zero value.
+func (b *ValuesBucket) ModifyEverything(ctx context.Context, key EverythingKey, fn func(*Everything) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwValuesEverythingKind, key, fn, opts...)
 }
 
 // GetEverything reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetEverything(ctx context.Context, key EverythingKey) (kvwatch.Item[Everything], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwValuesEverythingKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwValuesEverythingKind, key)
 }
 
 // GetEverythingRevision reads key as it was at revision; a revision that is
 // not key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetEverythingRevision(ctx context.Context, key EverythingKey, revision uint64) (kvwatch.Item[Everything], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesEverythingKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwValuesEverythingKind, key, revision)
 }
 
 // DeleteEverything deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ValuesBucket) DeleteEverything(ctx context.Context, key EverythingKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesEverythingKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwValuesEverythingKind, key, opts...)
 }
 
 // PurgeEverything deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ValuesBucket) PurgeEverything(ctx context.Context, key EverythingKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwValuesEverythingKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwValuesEverythingKind, key, opts...)
 }
 
 // EverythingHistory reads every revision the bucket keeps of key, oldest
 // first, deletes and purges included, without a consumer; a key never written
 // is jetstream.ErrKeyNotFound.
-func (b *ValuesBucket) EverythingHistory(ctx context.Context, key EverythingKey) ([]kvwatch.HistoryEntry[Everything], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesEverythingKind, key)
+func (b *ValuesBucket) EverythingHistory(ctx context.Context, key EverythingKey) ([]kvclient.HistoryEntry[Everything], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwValuesEverythingKind, key)
 }
 
 // ListEverything reads the Everything entries within scopes, sorted by key,
-// without a consumer: exact as of the revision returned (see kvwatch.List; an
-// entry that does not decode is reported in the error, the others returned).
+// without a consumer: exact as of the revision returned (see package
+// kvclient; an entry that does not decode is reported in the error, the
+// others returned).
 func (b *ValuesBucket) ListEverything(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[EverythingKey, Everything], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesEverythingKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesEverythingKind, scopes.KVWatchScopes())
 }
 
 // EverythingKeys reads the keys of the Everything entries within scopes,
 // sorted, without a consumer: exact as of the revision returned.
 func (b *ValuesBucket) EverythingKeys(ctx context.Context, scopes ValuesScopes) ([]EverythingKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesEverythingKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesEverythingKind, scopes.KVWatchScopes())
 }
 
 // PutNames stores v under key and returns the new revision.
 func (b *ValuesBucket) PutNames(ctx context.Context, key NamesKey, v Names) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwValuesNamesKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwValuesNamesKind, key, v)
 }
 
 // CreateNames stores v under key only if key does not exist or was deleted,
@@ -640,7 +649,7 @@ func (b *ValuesBucket) PutNames(ctx context.Context, key NamesKey, v Names) (uin
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ValuesBucket) CreateNames(ctx context.Context, key NamesKey, v Names, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwValuesNamesKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwValuesNamesKind, key, v, opts...)
 }
 
 // UpdateNames stores v under key only if key is still at revision
@@ -648,68 +657,68 @@ func (b *ValuesBucket) CreateNames(ctx context.Context, key NamesKey, v Names, o
 // matches jetstream.ErrKeyRevisionMismatch. ModifyNames retries such
 // conflicts for you.
 func (b *ValuesBucket) UpdateNames(ctx context.Context, key NamesKey, v Names, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwValuesNamesKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwValuesNamesKind, key, v, revision)
 }
 
 // ModifyNames reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ValuesBucket) ModifyNames(ctx context.Context, key NamesKey, fn func(*Names) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwValuesNamesKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ValuesBucket) ModifyNames(ctx context.Context, key NamesKey, fn func(*Names) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwValuesNamesKind, key, fn, opts...)
 }
 
 // GetNames reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetNames(ctx context.Context, key NamesKey) (kvwatch.Item[Names], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwValuesNamesKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwValuesNamesKind, key)
 }
 
 // GetNamesRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetNamesRevision(ctx context.Context, key NamesKey, revision uint64) (kvwatch.Item[Names], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesNamesKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwValuesNamesKind, key, revision)
 }
 
 // DeleteNames deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ValuesBucket) DeleteNames(ctx context.Context, key NamesKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesNamesKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwValuesNamesKind, key, opts...)
 }
 
 // PurgeNames deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ValuesBucket) PurgeNames(ctx context.Context, key NamesKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwValuesNamesKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwValuesNamesKind, key, opts...)
 }
 
 // NamesHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ValuesBucket) NamesHistory(ctx context.Context, key NamesKey) ([]kvwatch.HistoryEntry[Names], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesNamesKind, key)
+func (b *ValuesBucket) NamesHistory(ctx context.Context, key NamesKey) ([]kvclient.HistoryEntry[Names], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwValuesNamesKind, key)
 }
 
 // ListNames reads the Names entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ValuesBucket) ListNames(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[NamesKey, Names], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesNamesKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesNamesKind, scopes.KVWatchScopes())
 }
 
 // NamesKeys reads the keys of the Names entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ValuesBucket) NamesKeys(ctx context.Context, scopes ValuesScopes) ([]NamesKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesNamesKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesNamesKind, scopes.KVWatchScopes())
 }
 
 // PutWide stores v under key and returns the new revision.
 func (b *ValuesBucket) PutWide(ctx context.Context, key WideKey, v Wide) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwValuesWideKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwValuesWideKind, key, v)
 }
 
 // CreateWide stores v under key only if key does not exist or was deleted,
@@ -717,7 +726,7 @@ func (b *ValuesBucket) PutWide(ctx context.Context, key WideKey, v Wide) (uint64
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ValuesBucket) CreateWide(ctx context.Context, key WideKey, v Wide, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwValuesWideKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwValuesWideKind, key, v, opts...)
 }
 
 // UpdateWide stores v under key only if key is still at revision
@@ -725,67 +734,67 @@ func (b *ValuesBucket) CreateWide(ctx context.Context, key WideKey, v Wide, opts
 // matches jetstream.ErrKeyRevisionMismatch. ModifyWide retries such conflicts
 // for you.
 func (b *ValuesBucket) UpdateWide(ctx context.Context, key WideKey, v Wide, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwValuesWideKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwValuesWideKind, key, v, revision)
 }
 
 // ModifyWide reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ValuesBucket) ModifyWide(ctx context.Context, key WideKey, fn func(*Wide) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwValuesWideKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ValuesBucket) ModifyWide(ctx context.Context, key WideKey, fn func(*Wide) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwValuesWideKind, key, fn, opts...)
 }
 
 // GetWide reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetWide(ctx context.Context, key WideKey) (kvwatch.Item[Wide], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwValuesWideKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwValuesWideKind, key)
 }
 
 // GetWideRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetWideRevision(ctx context.Context, key WideKey, revision uint64) (kvwatch.Item[Wide], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesWideKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwValuesWideKind, key, revision)
 }
 
 // DeleteWide deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ValuesBucket) DeleteWide(ctx context.Context, key WideKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesWideKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwValuesWideKind, key, opts...)
 }
 
 // PurgeWide deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ValuesBucket) PurgeWide(ctx context.Context, key WideKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwValuesWideKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwValuesWideKind, key, opts...)
 }
 
 // WideHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ValuesBucket) WideHistory(ctx context.Context, key WideKey) ([]kvwatch.HistoryEntry[Wide], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesWideKind, key)
+func (b *ValuesBucket) WideHistory(ctx context.Context, key WideKey) ([]kvclient.HistoryEntry[Wide], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwValuesWideKind, key)
 }
 
 // ListWide reads the Wide entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ValuesBucket) ListWide(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[WideKey, Wide], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesWideKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesWideKind, scopes.KVWatchScopes())
 }
 
 // WideKeys reads the keys of the Wide entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *ValuesBucket) WideKeys(ctx context.Context, scopes ValuesScopes) ([]WideKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesWideKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesWideKind, scopes.KVWatchScopes())
 }
 
 // PutList stores v under key and returns the new revision.
 func (b *ValuesBucket) PutList(ctx context.Context, key ListKey, v []int32) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwValuesListKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwValuesListKind, key, v)
 }
 
 // CreateList stores v under key only if key does not exist or was deleted,
@@ -793,7 +802,7 @@ func (b *ValuesBucket) PutList(ctx context.Context, key ListKey, v []int32) (uin
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ValuesBucket) CreateList(ctx context.Context, key ListKey, v []int32, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwValuesListKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwValuesListKind, key, v, opts...)
 }
 
 // UpdateList stores v under key only if key is still at revision
@@ -801,67 +810,67 @@ func (b *ValuesBucket) CreateList(ctx context.Context, key ListKey, v []int32, o
 // matches jetstream.ErrKeyRevisionMismatch. ModifyList retries such conflicts
 // for you.
 func (b *ValuesBucket) UpdateList(ctx context.Context, key ListKey, v []int32, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwValuesListKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwValuesListKind, key, v, revision)
 }
 
 // ModifyList reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ValuesBucket) ModifyList(ctx context.Context, key ListKey, fn func(*[]int32) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwValuesListKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ValuesBucket) ModifyList(ctx context.Context, key ListKey, fn func(*[]int32) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwValuesListKind, key, fn, opts...)
 }
 
 // GetList reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetList(ctx context.Context, key ListKey) (kvwatch.Item[[]int32], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwValuesListKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwValuesListKind, key)
 }
 
 // GetListRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetListRevision(ctx context.Context, key ListKey, revision uint64) (kvwatch.Item[[]int32], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesListKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwValuesListKind, key, revision)
 }
 
 // DeleteList deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ValuesBucket) DeleteList(ctx context.Context, key ListKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesListKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwValuesListKind, key, opts...)
 }
 
 // PurgeList deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ValuesBucket) PurgeList(ctx context.Context, key ListKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwValuesListKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwValuesListKind, key, opts...)
 }
 
 // ListHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ValuesBucket) ListHistory(ctx context.Context, key ListKey) ([]kvwatch.HistoryEntry[[]int32], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesListKind, key)
+func (b *ValuesBucket) ListHistory(ctx context.Context, key ListKey) ([]kvclient.HistoryEntry[[]int32], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwValuesListKind, key)
 }
 
 // ListList reads the List entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ValuesBucket) ListList(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[ListKey, []int32], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesListKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesListKind, scopes.KVWatchScopes())
 }
 
 // ListKeys reads the keys of the List entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *ValuesBucket) ListKeys(ctx context.Context, scopes ValuesScopes) ([]ListKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesListKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesListKind, scopes.KVWatchScopes())
 }
 
 // PutCount stores v under key and returns the new revision.
 func (b *ValuesBucket) PutCount(ctx context.Context, key CountKey, v uint32) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwValuesCountKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwValuesCountKind, key, v)
 }
 
 // CreateCount stores v under key only if key does not exist or was deleted,
@@ -869,7 +878,7 @@ func (b *ValuesBucket) PutCount(ctx context.Context, key CountKey, v uint32) (ui
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ValuesBucket) CreateCount(ctx context.Context, key CountKey, v uint32, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwValuesCountKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwValuesCountKind, key, v, opts...)
 }
 
 // UpdateCount stores v under key only if key is still at revision
@@ -877,68 +886,68 @@ func (b *ValuesBucket) CreateCount(ctx context.Context, key CountKey, v uint32, 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyCount retries such
 // conflicts for you.
 func (b *ValuesBucket) UpdateCount(ctx context.Context, key CountKey, v uint32, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwValuesCountKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwValuesCountKind, key, v, revision)
 }
 
 // ModifyCount reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ValuesBucket) ModifyCount(ctx context.Context, key CountKey, fn func(*uint32) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwValuesCountKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ValuesBucket) ModifyCount(ctx context.Context, key CountKey, fn func(*uint32) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwValuesCountKind, key, fn, opts...)
 }
 
 // GetCount reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetCount(ctx context.Context, key CountKey) (kvwatch.Item[uint32], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwValuesCountKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwValuesCountKind, key)
 }
 
 // GetCountRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetCountRevision(ctx context.Context, key CountKey, revision uint64) (kvwatch.Item[uint32], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesCountKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwValuesCountKind, key, revision)
 }
 
 // DeleteCount deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ValuesBucket) DeleteCount(ctx context.Context, key CountKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesCountKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwValuesCountKind, key, opts...)
 }
 
 // PurgeCount deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ValuesBucket) PurgeCount(ctx context.Context, key CountKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwValuesCountKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwValuesCountKind, key, opts...)
 }
 
 // CountHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ValuesBucket) CountHistory(ctx context.Context, key CountKey) ([]kvwatch.HistoryEntry[uint32], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesCountKind, key)
+func (b *ValuesBucket) CountHistory(ctx context.Context, key CountKey) ([]kvclient.HistoryEntry[uint32], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwValuesCountKind, key)
 }
 
 // ListCount reads the Count entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ValuesBucket) ListCount(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[CountKey, uint32], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesCountKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesCountKind, scopes.KVWatchScopes())
 }
 
 // CountKeys reads the keys of the Count entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ValuesBucket) CountKeys(ctx context.Context, scopes ValuesScopes) ([]CountKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesCountKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesCountKind, scopes.KVWatchScopes())
 }
 
 // PutStamp stores v under key and returns the new revision.
 func (b *ValuesBucket) PutStamp(ctx context.Context, key StampKey, v time.Time) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwValuesStampKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwValuesStampKind, key, v)
 }
 
 // CreateStamp stores v under key only if key does not exist or was deleted,
@@ -946,7 +955,7 @@ func (b *ValuesBucket) PutStamp(ctx context.Context, key StampKey, v time.Time) 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ValuesBucket) CreateStamp(ctx context.Context, key StampKey, v time.Time, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwValuesStampKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwValuesStampKind, key, v, opts...)
 }
 
 // UpdateStamp stores v under key only if key is still at revision
@@ -954,83 +963,84 @@ func (b *ValuesBucket) CreateStamp(ctx context.Context, key StampKey, v time.Tim
 // matches jetstream.ErrKeyRevisionMismatch. ModifyStamp retries such
 // conflicts for you.
 func (b *ValuesBucket) UpdateStamp(ctx context.Context, key StampKey, v time.Time, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwValuesStampKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwValuesStampKind, key, v, revision)
 }
 
 // ModifyStamp reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ValuesBucket) ModifyStamp(ctx context.Context, key StampKey, fn func(*time.Time) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwValuesStampKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ValuesBucket) ModifyStamp(ctx context.Context, key StampKey, fn func(*time.Time) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwValuesStampKind, key, fn, opts...)
 }
 
 // GetStamp reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetStamp(ctx context.Context, key StampKey) (kvwatch.Item[time.Time], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwValuesStampKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwValuesStampKind, key)
 }
 
 // GetStampRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ValuesBucket) GetStampRevision(ctx context.Context, key StampKey, revision uint64) (kvwatch.Item[time.Time], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwValuesStampKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwValuesStampKind, key, revision)
 }
 
 // DeleteStamp deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ValuesBucket) DeleteStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwValuesStampKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwValuesStampKind, key, opts...)
 }
 
 // PurgeStamp deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ValuesBucket) PurgeStamp(ctx context.Context, key StampKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwValuesStampKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwValuesStampKind, key, opts...)
 }
 
 // StampHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ValuesBucket) StampHistory(ctx context.Context, key StampKey) ([]kvwatch.HistoryEntry[time.Time], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwValuesStampKind, key)
+func (b *ValuesBucket) StampHistory(ctx context.Context, key StampKey) ([]kvclient.HistoryEntry[time.Time], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwValuesStampKind, key)
 }
 
 // ListStamp reads the Stamp entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ValuesBucket) ListStamp(ctx context.Context, scopes ValuesScopes) ([]kvwatch.Entry[StampKey, time.Time], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesStampKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesStampKind, scopes.KVWatchScopes())
 }
 
 // StampKeys reads the keys of the Stamp entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ValuesBucket) StampKeys(ctx context.Context, scopes ValuesScopes) ([]StampKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesStampKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwValuesSpec, &kvwValuesStampKind, scopes.KVWatchScopes())
 }
 
 // ValuesBatch collects writes to bucket values that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type ValuesBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see ValuesBatch).
 func (b *ValuesBucket) Batch() *ValuesBatch {
-	return &ValuesBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &ValuesBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutEverything adds a put of v under key.
 func (t *ValuesBatch) PutEverything(key EverythingKey, v Everything) *ValuesBatch {
-	kvwatch.BatchPut(t.b, &kvwValuesEverythingKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwValuesEverythingKind, key, v)
 	return t
 }
 
@@ -1038,25 +1048,25 @@ func (t *ValuesBatch) PutEverything(key EverythingKey, v Everything) *ValuesBatc
 // still at revision (0: only if key does not exist); otherwise nothing of the
 // batch is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ValuesBatch) UpdateEverything(key EverythingKey, v Everything, revision uint64) *ValuesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwValuesEverythingKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwValuesEverythingKind, key, v, revision)
 	return t
 }
 
 // DeleteEverything adds a delete of key.
 func (t *ValuesBatch) DeleteEverything(key EverythingKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesEverythingKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesEverythingKind, key, false)
 	return t
 }
 
 // PurgeEverything adds a purge of key (its history too).
 func (t *ValuesBatch) PurgeEverything(key EverythingKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesEverythingKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesEverythingKind, key, true)
 	return t
 }
 
 // PutNames adds a put of v under key.
 func (t *ValuesBatch) PutNames(key NamesKey, v Names) *ValuesBatch {
-	kvwatch.BatchPut(t.b, &kvwValuesNamesKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwValuesNamesKind, key, v)
 	return t
 }
 
@@ -1064,25 +1074,25 @@ func (t *ValuesBatch) PutNames(key NamesKey, v Names) *ValuesBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ValuesBatch) UpdateNames(key NamesKey, v Names, revision uint64) *ValuesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwValuesNamesKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwValuesNamesKind, key, v, revision)
 	return t
 }
 
 // DeleteNames adds a delete of key.
 func (t *ValuesBatch) DeleteNames(key NamesKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesNamesKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesNamesKind, key, false)
 	return t
 }
 
 // PurgeNames adds a purge of key (its history too).
 func (t *ValuesBatch) PurgeNames(key NamesKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesNamesKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesNamesKind, key, true)
 	return t
 }
 
 // PutWide adds a put of v under key.
 func (t *ValuesBatch) PutWide(key WideKey, v Wide) *ValuesBatch {
-	kvwatch.BatchPut(t.b, &kvwValuesWideKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwValuesWideKind, key, v)
 	return t
 }
 
@@ -1090,25 +1100,25 @@ func (t *ValuesBatch) PutWide(key WideKey, v Wide) *ValuesBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ValuesBatch) UpdateWide(key WideKey, v Wide, revision uint64) *ValuesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwValuesWideKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwValuesWideKind, key, v, revision)
 	return t
 }
 
 // DeleteWide adds a delete of key.
 func (t *ValuesBatch) DeleteWide(key WideKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesWideKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesWideKind, key, false)
 	return t
 }
 
 // PurgeWide adds a purge of key (its history too).
 func (t *ValuesBatch) PurgeWide(key WideKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesWideKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesWideKind, key, true)
 	return t
 }
 
 // PutList adds a put of v under key.
 func (t *ValuesBatch) PutList(key ListKey, v []int32) *ValuesBatch {
-	kvwatch.BatchPut(t.b, &kvwValuesListKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwValuesListKind, key, v)
 	return t
 }
 
@@ -1116,25 +1126,25 @@ func (t *ValuesBatch) PutList(key ListKey, v []int32) *ValuesBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ValuesBatch) UpdateList(key ListKey, v []int32, revision uint64) *ValuesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwValuesListKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwValuesListKind, key, v, revision)
 	return t
 }
 
 // DeleteList adds a delete of key.
 func (t *ValuesBatch) DeleteList(key ListKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesListKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesListKind, key, false)
 	return t
 }
 
 // PurgeList adds a purge of key (its history too).
 func (t *ValuesBatch) PurgeList(key ListKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesListKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesListKind, key, true)
 	return t
 }
 
 // PutCount adds a put of v under key.
 func (t *ValuesBatch) PutCount(key CountKey, v uint32) *ValuesBatch {
-	kvwatch.BatchPut(t.b, &kvwValuesCountKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwValuesCountKind, key, v)
 	return t
 }
 
@@ -1142,25 +1152,25 @@ func (t *ValuesBatch) PutCount(key CountKey, v uint32) *ValuesBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ValuesBatch) UpdateCount(key CountKey, v uint32, revision uint64) *ValuesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwValuesCountKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwValuesCountKind, key, v, revision)
 	return t
 }
 
 // DeleteCount adds a delete of key.
 func (t *ValuesBatch) DeleteCount(key CountKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesCountKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesCountKind, key, false)
 	return t
 }
 
 // PurgeCount adds a purge of key (its history too).
 func (t *ValuesBatch) PurgeCount(key CountKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesCountKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesCountKind, key, true)
 	return t
 }
 
 // PutStamp adds a put of v under key.
 func (t *ValuesBatch) PutStamp(key StampKey, v time.Time) *ValuesBatch {
-	kvwatch.BatchPut(t.b, &kvwValuesStampKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwValuesStampKind, key, v)
 	return t
 }
 
@@ -1168,26 +1178,26 @@ func (t *ValuesBatch) PutStamp(key StampKey, v time.Time) *ValuesBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ValuesBatch) UpdateStamp(key StampKey, v time.Time, revision uint64) *ValuesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwValuesStampKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwValuesStampKind, key, v, revision)
 	return t
 }
 
 // DeleteStamp adds a delete of key.
 func (t *ValuesBatch) DeleteStamp(key StampKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesStampKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesStampKind, key, false)
 	return t
 }
 
 // PurgeStamp adds a purge of key (its history too).
 func (t *ValuesBatch) PurgeStamp(key StampKey) *ValuesBatch {
-	kvwatch.BatchDelete(t.b, &kvwValuesStampKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwValuesStampKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewValuesBucket rather than OpenValuesBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewValuesBucket rather than OpenValuesBucket.
 func (t *ValuesBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -1197,18 +1207,18 @@ func (t *ValuesBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateValuesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ValuesBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwValuesSpec, opts...)
+func CreateOrUpdateValuesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*ValuesBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwValuesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

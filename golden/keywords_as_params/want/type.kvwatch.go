@@ -4,6 +4,7 @@ package keywords
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -130,10 +131,10 @@ type TypeScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s TypeScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s TypeScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Type {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -168,23 +169,24 @@ type TypeHandlers struct {
 
 // TypeWatcher watches bucket type within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type TypeWatcher struct {
-	*kvwatch.Watcher
-	bindFunc *kvwatch.Binding[FuncKey, Chan]
-	bindVar  *kvwatch.Binding[VarKey, string]
+	kvwatch.Watcher
+	impl     *kvwatchimpl.Watcher
+	bindFunc *kvwatchimpl.Binding[FuncKey, Chan]
+	bindVar  *kvwatchimpl.Binding[VarKey, string]
 }
 
 // FuncCache returns the read-only cache of the Func entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *TypeWatcher) FuncCache() *kvwatch.Cache[FuncKey, Chan] {
+func (w *TypeWatcher) FuncCache() kvwatch.Cache[FuncKey, Chan] {
 	return w.bindFunc.Cache()
 }
 
 // VarCache returns the read-only cache of the Var entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *TypeWatcher) VarCache() *kvwatch.Cache[VarKey, string] {
+func (w *TypeWatcher) VarCache() kvwatch.Cache[VarKey, string] {
 	return w.bindVar.Cache()
 }
 
@@ -194,15 +196,16 @@ func (w *TypeWatcher) VarCache() *kvwatch.Cache[VarKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchType(ctx context.Context, js jetstream.JetStream, scopes TypeScopes, h TypeHandlers, opts ...kvwatch.Option) (*TypeWatcher, error) {
-	bindFunc := kvwatch.Bind(&kvwTypeFuncKind, h.OnFunc)
-	bindVar := kvwatch.Bind(&kvwTypeVarKind, h.OnVar)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwTypeSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindFunc, bindVar}, opts...)
+	bindFunc := kvwatchimpl.Bind(&kvwTypeFuncKind, h.OnFunc)
+	bindVar := kvwatchimpl.Bind(&kvwTypeVarKind, h.OnVar)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwTypeSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindFunc, bindVar}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &TypeWatcher{
 		Watcher:  w,
+		impl:     w,
 		bindFunc: bindFunc,
 		bindVar:  bindVar,
 	}, nil
@@ -211,11 +214,11 @@ func WatchType(ctx context.Context, js jetstream.JetStream, scopes TypeScopes, h
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *TypeWatcher) SetScopes(ctx context.Context, scopes TypeScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -225,12 +228,17 @@ func (w *TypeWatcher) SetScopes(ctx context.Context, scopes TypeScopes) error {
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *TypeWatcher) AddHandlers(h TypeHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindFunc, h.OnFunc),
-		kvwatch.HandlerOf(w.bindVar, h.OnVar),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *TypeWatcher) AddHandlers(h TypeHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindFunc, h.OnFunc),
+		kvwatchimpl.HandlerOf(w.bindVar, h.OnVar),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -239,10 +247,9 @@ func (w *TypeWatcher) AddHandlers(h TypeHandlers) (*kvwatch.Registration, error)
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *TypeWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindFunc, w.bindVar)
+	return w.impl.Events(ctx, w.bindFunc, w.bindVar)
 }
 
 // TypeCheckpoint is the state of a TypeWatcher at one revision: every cached
@@ -266,7 +273,7 @@ type TypeCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return TypeCheckpoint{}, err
 	}
@@ -274,24 +281,24 @@ func (w *TypeWatcher) Checkpoint() (TypeCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Func:          kvwatch.EntriesOf(cp, &kvwTypeFuncKind),
-		Var:           kvwatch.EntriesOf(cp, &kvwTypeVarKind),
+		Func:          kvwatchimpl.EntriesOf(cp, &kvwTypeFuncKind),
+		Var:           kvwatchimpl.EntriesOf(cp, &kvwTypeVarKind),
 	}, nil
 }
 
 // Resume is the option that starts a TypeWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp TypeCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwTypeFuncKind, cp.Func)
-	kvwatch.WithEntries(&state, &kvwTypeVarKind, cp.Var)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwTypeFuncKind, cp.Func)
+	kvwatchimpl.WithEntries(&state, &kvwTypeVarKind, cp.Var)
+	return kvwatchimpl.Resume(state)
 }
 
 // TypeBucket reads and writes entries of bucket type with typed keys and
@@ -303,11 +310,12 @@ type TypeBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenTypeBucket opens bucket type, or the bucket kvwatch.WithBucket among
-// opts names (type-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenTypeBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*TypeBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwTypeSpec, opts...)
+// OpenTypeBucket opens bucket type, or the bucket kvclient.WithBucketName
+// among opts names (type-staging; an edge server's mirror, whose writes go to
+// the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its List,
+// Keys and History methods read through js.
+func OpenTypeBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*TypeBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwTypeSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +328,7 @@ func OpenTypeBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch
 // NewTypeBucket wraps kv: bucket type, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenTypeBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenTypeBucket for them.
 func NewTypeBucket(kv jetstream.KeyValue) *TypeBucket {
 	return &TypeBucket{kv: kv}
 }
@@ -332,7 +340,7 @@ func (b *TypeBucket) KeyValue() jetstream.KeyValue {
 
 // PutFunc stores v under key and returns the new revision.
 func (b *TypeBucket) PutFunc(ctx context.Context, key FuncKey, v Chan) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwTypeFuncKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwTypeFuncKind, key, v)
 }
 
 // CreateFunc stores v under key only if key does not exist or was deleted,
@@ -340,7 +348,7 @@ func (b *TypeBucket) PutFunc(ctx context.Context, key FuncKey, v Chan) (uint64, 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *TypeBucket) CreateFunc(ctx context.Context, key FuncKey, v Chan, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwTypeFuncKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwTypeFuncKind, key, v, opts...)
 }
 
 // UpdateFunc stores v under key only if key is still at revision
@@ -348,67 +356,67 @@ func (b *TypeBucket) CreateFunc(ctx context.Context, key FuncKey, v Chan, opts .
 // matches jetstream.ErrKeyRevisionMismatch. ModifyFunc retries such conflicts
 // for you.
 func (b *TypeBucket) UpdateFunc(ctx context.Context, key FuncKey, v Chan, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwTypeFuncKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwTypeFuncKind, key, v, revision)
 }
 
 // ModifyFunc reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *TypeBucket) ModifyFunc(ctx context.Context, key FuncKey, fn func(*Chan) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwTypeFuncKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *TypeBucket) ModifyFunc(ctx context.Context, key FuncKey, fn func(*Chan) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwTypeFuncKind, key, fn, opts...)
 }
 
 // GetFunc reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *TypeBucket) GetFunc(ctx context.Context, key FuncKey) (kvwatch.Item[Chan], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwTypeFuncKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwTypeFuncKind, key)
 }
 
 // GetFuncRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *TypeBucket) GetFuncRevision(ctx context.Context, key FuncKey, revision uint64) (kvwatch.Item[Chan], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwTypeFuncKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwTypeFuncKind, key, revision)
 }
 
 // DeleteFunc deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *TypeBucket) DeleteFunc(ctx context.Context, key FuncKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTypeFuncKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwTypeFuncKind, key, opts...)
 }
 
 // PurgeFunc deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *TypeBucket) PurgeFunc(ctx context.Context, key FuncKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwTypeFuncKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwTypeFuncKind, key, opts...)
 }
 
 // FuncHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *TypeBucket) FuncHistory(ctx context.Context, key FuncKey) ([]kvwatch.HistoryEntry[Chan], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwTypeFuncKind, key)
+func (b *TypeBucket) FuncHistory(ctx context.Context, key FuncKey) ([]kvclient.HistoryEntry[Chan], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwTypeFuncKind, key)
 }
 
 // ListFunc reads the Func entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *TypeBucket) ListFunc(ctx context.Context, scopes TypeScopes) ([]kvwatch.Entry[FuncKey, Chan], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeFuncKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeFuncKind, scopes.KVWatchScopes())
 }
 
 // FuncKeys reads the keys of the Func entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *TypeBucket) FuncKeys(ctx context.Context, scopes TypeScopes) ([]FuncKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeFuncKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeFuncKind, scopes.KVWatchScopes())
 }
 
 // PutVar stores v under key and returns the new revision.
 func (b *TypeBucket) PutVar(ctx context.Context, key VarKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwTypeVarKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwTypeVarKind, key, v)
 }
 
 // CreateVar stores v under key only if key does not exist or was deleted, and
@@ -416,7 +424,7 @@ func (b *TypeBucket) PutVar(ctx context.Context, key VarKey, v string) (uint64, 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *TypeBucket) CreateVar(ctx context.Context, key VarKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwTypeVarKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwTypeVarKind, key, v, opts...)
 }
 
 // UpdateVar stores v under key only if key is still at revision
@@ -424,82 +432,83 @@ func (b *TypeBucket) CreateVar(ctx context.Context, key VarKey, v string, opts .
 // matches jetstream.ErrKeyRevisionMismatch. ModifyVar retries such conflicts
 // for you.
 func (b *TypeBucket) UpdateVar(ctx context.Context, key VarKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwTypeVarKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwTypeVarKind, key, v, revision)
 }
 
 // ModifyVar reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *TypeBucket) ModifyVar(ctx context.Context, key VarKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwTypeVarKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *TypeBucket) ModifyVar(ctx context.Context, key VarKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwTypeVarKind, key, fn, opts...)
 }
 
 // GetVar reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *TypeBucket) GetVar(ctx context.Context, key VarKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwTypeVarKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwTypeVarKind, key)
 }
 
 // GetVarRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *TypeBucket) GetVarRevision(ctx context.Context, key VarKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwTypeVarKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwTypeVarKind, key, revision)
 }
 
 // DeleteVar deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *TypeBucket) DeleteVar(ctx context.Context, key VarKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTypeVarKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwTypeVarKind, key, opts...)
 }
 
 // PurgeVar deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *TypeBucket) PurgeVar(ctx context.Context, key VarKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwTypeVarKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwTypeVarKind, key, opts...)
 }
 
 // VarHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *TypeBucket) VarHistory(ctx context.Context, key VarKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwTypeVarKind, key)
+func (b *TypeBucket) VarHistory(ctx context.Context, key VarKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwTypeVarKind, key)
 }
 
 // ListVar reads the Var entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *TypeBucket) ListVar(ctx context.Context, scopes TypeScopes) ([]kvwatch.Entry[VarKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeVarKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeVarKind, scopes.KVWatchScopes())
 }
 
 // VarKeys reads the keys of the Var entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *TypeBucket) VarKeys(ctx context.Context, scopes TypeScopes) ([]VarKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeVarKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwTypeSpec, &kvwTypeVarKind, scopes.KVWatchScopes())
 }
 
 // TypeBatch collects writes to bucket type that Commit stores atomically: all
 // at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type TypeBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see TypeBatch).
 func (b *TypeBucket) Batch() *TypeBatch {
-	return &TypeBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &TypeBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutFunc adds a put of v under key.
 func (t *TypeBatch) PutFunc(key FuncKey, v Chan) *TypeBatch {
-	kvwatch.BatchPut(t.b, &kvwTypeFuncKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwTypeFuncKind, key, v)
 	return t
 }
 
@@ -507,25 +516,25 @@ func (t *TypeBatch) PutFunc(key FuncKey, v Chan) *TypeBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *TypeBatch) UpdateFunc(key FuncKey, v Chan, revision uint64) *TypeBatch {
-	kvwatch.BatchUpdate(t.b, &kvwTypeFuncKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwTypeFuncKind, key, v, revision)
 	return t
 }
 
 // DeleteFunc adds a delete of key.
 func (t *TypeBatch) DeleteFunc(key FuncKey) *TypeBatch {
-	kvwatch.BatchDelete(t.b, &kvwTypeFuncKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwTypeFuncKind, key, false)
 	return t
 }
 
 // PurgeFunc adds a purge of key (its history too).
 func (t *TypeBatch) PurgeFunc(key FuncKey) *TypeBatch {
-	kvwatch.BatchDelete(t.b, &kvwTypeFuncKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwTypeFuncKind, key, true)
 	return t
 }
 
 // PutVar adds a put of v under key.
 func (t *TypeBatch) PutVar(key VarKey, v string) *TypeBatch {
-	kvwatch.BatchPut(t.b, &kvwTypeVarKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwTypeVarKind, key, v)
 	return t
 }
 
@@ -533,26 +542,26 @@ func (t *TypeBatch) PutVar(key VarKey, v string) *TypeBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *TypeBatch) UpdateVar(key VarKey, v string, revision uint64) *TypeBatch {
-	kvwatch.BatchUpdate(t.b, &kvwTypeVarKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwTypeVarKind, key, v, revision)
 	return t
 }
 
 // DeleteVar adds a delete of key.
 func (t *TypeBatch) DeleteVar(key VarKey) *TypeBatch {
-	kvwatch.BatchDelete(t.b, &kvwTypeVarKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwTypeVarKind, key, false)
 	return t
 }
 
 // PurgeVar adds a purge of key (its history too).
 func (t *TypeBatch) PurgeVar(key VarKey) *TypeBatch {
-	kvwatch.BatchDelete(t.b, &kvwTypeVarKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwTypeVarKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewTypeBucket rather than OpenTypeBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewTypeBucket rather than OpenTypeBucket.
 func (t *TypeBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -562,18 +571,18 @@ func (t *TypeBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateTypeBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*TypeBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwTypeSpec, opts...)
+func CreateOrUpdateTypeBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*TypeBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwTypeSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package literal
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -171,16 +172,16 @@ type ConfigScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s ConfigScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s ConfigScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	if s.Config {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{},
 		})
 	}
 	for _, v := range s.Region {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  1,
 			Params: []string{v},
 		})
@@ -217,32 +218,33 @@ type ConfigHandlers struct {
 
 // ConfigWatcher watches bucket config within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type ConfigWatcher struct {
-	*kvwatch.Watcher
-	bindGlobal *kvwatch.Binding[GlobalKey, Settings]
-	bindRegion *kvwatch.Binding[RegionKey, Settings]
-	bindZone   *kvwatch.Binding[ZoneKey, Settings]
+	kvwatch.Watcher
+	impl       *kvwatchimpl.Watcher
+	bindGlobal *kvwatchimpl.Binding[GlobalKey, Settings]
+	bindRegion *kvwatchimpl.Binding[RegionKey, Settings]
+	bindZone   *kvwatchimpl.Binding[ZoneKey, Settings]
 }
 
 // GlobalCache returns the read-only cache of the Global entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ConfigWatcher) GlobalCache() *kvwatch.Cache[GlobalKey, Settings] {
+func (w *ConfigWatcher) GlobalCache() kvwatch.Cache[GlobalKey, Settings] {
 	return w.bindGlobal.Cache()
 }
 
 // RegionCache returns the read-only cache of the Region entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ConfigWatcher) RegionCache() *kvwatch.Cache[RegionKey, Settings] {
+func (w *ConfigWatcher) RegionCache() kvwatch.Cache[RegionKey, Settings] {
 	return w.bindRegion.Cache()
 }
 
 // ZoneCache returns the read-only cache of the Zone entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *ConfigWatcher) ZoneCache() *kvwatch.Cache[ZoneKey, Settings] {
+func (w *ConfigWatcher) ZoneCache() kvwatch.Cache[ZoneKey, Settings] {
 	return w.bindZone.Cache()
 }
 
@@ -252,16 +254,17 @@ func (w *ConfigWatcher) ZoneCache() *kvwatch.Cache[ZoneKey, Settings] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchConfig(ctx context.Context, js jetstream.JetStream, scopes ConfigScopes, h ConfigHandlers, opts ...kvwatch.Option) (*ConfigWatcher, error) {
-	bindGlobal := kvwatch.Bind(&kvwConfigGlobalKind, h.OnGlobal)
-	bindRegion := kvwatch.Bind(&kvwConfigRegionKind, h.OnRegion)
-	bindZone := kvwatch.Bind(&kvwConfigZoneKind, h.OnZone)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwConfigSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindGlobal, bindRegion, bindZone}, opts...)
+	bindGlobal := kvwatchimpl.Bind(&kvwConfigGlobalKind, h.OnGlobal)
+	bindRegion := kvwatchimpl.Bind(&kvwConfigRegionKind, h.OnRegion)
+	bindZone := kvwatchimpl.Bind(&kvwConfigZoneKind, h.OnZone)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwConfigSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindGlobal, bindRegion, bindZone}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ConfigWatcher{
 		Watcher:    w,
+		impl:       w,
 		bindGlobal: bindGlobal,
 		bindRegion: bindRegion,
 		bindZone:   bindZone,
@@ -271,11 +274,11 @@ func WatchConfig(ctx context.Context, js jetstream.JetStream, scopes ConfigScope
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *ConfigWatcher) SetScopes(ctx context.Context, scopes ConfigScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -285,13 +288,18 @@ func (w *ConfigWatcher) SetScopes(ctx context.Context, scopes ConfigScopes) erro
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *ConfigWatcher) AddHandlers(h ConfigHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindGlobal, h.OnGlobal),
-		kvwatch.HandlerOf(w.bindRegion, h.OnRegion),
-		kvwatch.HandlerOf(w.bindZone, h.OnZone),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *ConfigWatcher) AddHandlers(h ConfigHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindGlobal, h.OnGlobal),
+		kvwatchimpl.HandlerOf(w.bindRegion, h.OnRegion),
+		kvwatchimpl.HandlerOf(w.bindZone, h.OnZone),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -300,10 +308,9 @@ func (w *ConfigWatcher) AddHandlers(h ConfigHandlers) (*kvwatch.Registration, er
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *ConfigWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindGlobal, w.bindRegion, w.bindZone)
+	return w.impl.Events(ctx, w.bindGlobal, w.bindRegion, w.bindZone)
 }
 
 // ConfigCheckpoint is the state of a ConfigWatcher at one revision: every
@@ -329,7 +336,7 @@ type ConfigCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return ConfigCheckpoint{}, err
 	}
@@ -337,26 +344,26 @@ func (w *ConfigWatcher) Checkpoint() (ConfigCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Global:        kvwatch.EntriesOf(cp, &kvwConfigGlobalKind),
-		Region:        kvwatch.EntriesOf(cp, &kvwConfigRegionKind),
-		Zone:          kvwatch.EntriesOf(cp, &kvwConfigZoneKind),
+		Global:        kvwatchimpl.EntriesOf(cp, &kvwConfigGlobalKind),
+		Region:        kvwatchimpl.EntriesOf(cp, &kvwConfigRegionKind),
+		Zone:          kvwatchimpl.EntriesOf(cp, &kvwConfigZoneKind),
 	}, nil
 }
 
 // Resume is the option that starts a ConfigWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp ConfigCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwConfigGlobalKind, cp.Global)
-	kvwatch.WithEntries(&state, &kvwConfigRegionKind, cp.Region)
-	kvwatch.WithEntries(&state, &kvwConfigZoneKind, cp.Zone)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwConfigGlobalKind, cp.Global)
+	kvwatchimpl.WithEntries(&state, &kvwConfigRegionKind, cp.Region)
+	kvwatchimpl.WithEntries(&state, &kvwConfigZoneKind, cp.Zone)
+	return kvwatchimpl.Resume(state)
 }
 
 // ConfigBucket reads and writes entries of bucket config with typed keys and
@@ -368,11 +375,12 @@ type ConfigBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenConfigBucket opens bucket config, or the bucket kvwatch.WithBucket
+// OpenConfigBucket opens bucket config, or the bucket kvclient.WithBucketName
 // among opts names (config-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ConfigBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwConfigSpec, opts...)
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*ConfigBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwConfigSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +393,7 @@ func OpenConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwat
 // NewConfigBucket wraps kv: bucket config, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenConfigBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenConfigBucket for them.
 func NewConfigBucket(kv jetstream.KeyValue) *ConfigBucket {
 	return &ConfigBucket{kv: kv}
 }
@@ -397,7 +405,7 @@ func (b *ConfigBucket) KeyValue() jetstream.KeyValue {
 
 // PutGlobal stores v under key and returns the new revision.
 func (b *ConfigBucket) PutGlobal(ctx context.Context, key GlobalKey, v Settings) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwConfigGlobalKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwConfigGlobalKind, key, v)
 }
 
 // CreateGlobal stores v under key only if key does not exist or was deleted,
@@ -405,7 +413,7 @@ func (b *ConfigBucket) PutGlobal(ctx context.Context, key GlobalKey, v Settings)
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ConfigBucket) CreateGlobal(ctx context.Context, key GlobalKey, v Settings, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwConfigGlobalKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwConfigGlobalKind, key, v, opts...)
 }
 
 // UpdateGlobal stores v under key only if key is still at revision
@@ -413,68 +421,68 @@ func (b *ConfigBucket) CreateGlobal(ctx context.Context, key GlobalKey, v Settin
 // matches jetstream.ErrKeyRevisionMismatch. ModifyGlobal retries such
 // conflicts for you.
 func (b *ConfigBucket) UpdateGlobal(ctx context.Context, key GlobalKey, v Settings, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwConfigGlobalKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwConfigGlobalKind, key, v, revision)
 }
 
 // ModifyGlobal reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ConfigBucket) ModifyGlobal(ctx context.Context, key GlobalKey, fn func(*Settings) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwConfigGlobalKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ConfigBucket) ModifyGlobal(ctx context.Context, key GlobalKey, fn func(*Settings) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwConfigGlobalKind, key, fn, opts...)
 }
 
 // GetGlobal reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ConfigBucket) GetGlobal(ctx context.Context, key GlobalKey) (kvwatch.Item[Settings], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwConfigGlobalKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwConfigGlobalKind, key)
 }
 
 // GetGlobalRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ConfigBucket) GetGlobalRevision(ctx context.Context, key GlobalKey, revision uint64) (kvwatch.Item[Settings], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwConfigGlobalKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwConfigGlobalKind, key, revision)
 }
 
 // DeleteGlobal deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ConfigBucket) DeleteGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwConfigGlobalKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwConfigGlobalKind, key, opts...)
 }
 
 // PurgeGlobal deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ConfigBucket) PurgeGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwConfigGlobalKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwConfigGlobalKind, key, opts...)
 }
 
 // GlobalHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ConfigBucket) GlobalHistory(ctx context.Context, key GlobalKey) ([]kvwatch.HistoryEntry[Settings], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwConfigGlobalKind, key)
+func (b *ConfigBucket) GlobalHistory(ctx context.Context, key GlobalKey) ([]kvclient.HistoryEntry[Settings], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwConfigGlobalKind, key)
 }
 
 // ListGlobal reads the Global entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ConfigBucket) ListGlobal(ctx context.Context, scopes ConfigScopes) ([]kvwatch.Entry[GlobalKey, Settings], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigGlobalKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigGlobalKind, scopes.KVWatchScopes())
 }
 
 // GlobalKeys reads the keys of the Global entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ConfigBucket) GlobalKeys(ctx context.Context, scopes ConfigScopes) ([]GlobalKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigGlobalKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigGlobalKind, scopes.KVWatchScopes())
 }
 
 // PutRegion stores v under key and returns the new revision.
 func (b *ConfigBucket) PutRegion(ctx context.Context, key RegionKey, v Settings) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwConfigRegionKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwConfigRegionKind, key, v)
 }
 
 // CreateRegion stores v under key only if key does not exist or was deleted,
@@ -482,7 +490,7 @@ func (b *ConfigBucket) PutRegion(ctx context.Context, key RegionKey, v Settings)
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ConfigBucket) CreateRegion(ctx context.Context, key RegionKey, v Settings, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwConfigRegionKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwConfigRegionKind, key, v, opts...)
 }
 
 // UpdateRegion stores v under key only if key is still at revision
@@ -490,68 +498,68 @@ func (b *ConfigBucket) CreateRegion(ctx context.Context, key RegionKey, v Settin
 // matches jetstream.ErrKeyRevisionMismatch. ModifyRegion retries such
 // conflicts for you.
 func (b *ConfigBucket) UpdateRegion(ctx context.Context, key RegionKey, v Settings, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwConfigRegionKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwConfigRegionKind, key, v, revision)
 }
 
 // ModifyRegion reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ConfigBucket) ModifyRegion(ctx context.Context, key RegionKey, fn func(*Settings) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwConfigRegionKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ConfigBucket) ModifyRegion(ctx context.Context, key RegionKey, fn func(*Settings) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwConfigRegionKind, key, fn, opts...)
 }
 
 // GetRegion reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ConfigBucket) GetRegion(ctx context.Context, key RegionKey) (kvwatch.Item[Settings], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwConfigRegionKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwConfigRegionKind, key)
 }
 
 // GetRegionRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ConfigBucket) GetRegionRevision(ctx context.Context, key RegionKey, revision uint64) (kvwatch.Item[Settings], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwConfigRegionKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwConfigRegionKind, key, revision)
 }
 
 // DeleteRegion deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ConfigBucket) DeleteRegion(ctx context.Context, key RegionKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwConfigRegionKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwConfigRegionKind, key, opts...)
 }
 
 // PurgeRegion deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ConfigBucket) PurgeRegion(ctx context.Context, key RegionKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwConfigRegionKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwConfigRegionKind, key, opts...)
 }
 
 // RegionHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ConfigBucket) RegionHistory(ctx context.Context, key RegionKey) ([]kvwatch.HistoryEntry[Settings], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwConfigRegionKind, key)
+func (b *ConfigBucket) RegionHistory(ctx context.Context, key RegionKey) ([]kvclient.HistoryEntry[Settings], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwConfigRegionKind, key)
 }
 
 // ListRegion reads the Region entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ConfigBucket) ListRegion(ctx context.Context, scopes ConfigScopes) ([]kvwatch.Entry[RegionKey, Settings], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigRegionKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigRegionKind, scopes.KVWatchScopes())
 }
 
 // RegionKeys reads the keys of the Region entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ConfigBucket) RegionKeys(ctx context.Context, scopes ConfigScopes) ([]RegionKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigRegionKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigRegionKind, scopes.KVWatchScopes())
 }
 
 // PutZone stores v under key and returns the new revision.
 func (b *ConfigBucket) PutZone(ctx context.Context, key ZoneKey, v Settings) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwConfigZoneKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwConfigZoneKind, key, v)
 }
 
 // CreateZone stores v under key only if key does not exist or was deleted,
@@ -559,7 +567,7 @@ func (b *ConfigBucket) PutZone(ctx context.Context, key ZoneKey, v Settings) (ui
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ConfigBucket) CreateZone(ctx context.Context, key ZoneKey, v Settings, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwConfigZoneKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwConfigZoneKind, key, v, opts...)
 }
 
 // UpdateZone stores v under key only if key is still at revision
@@ -567,82 +575,83 @@ func (b *ConfigBucket) CreateZone(ctx context.Context, key ZoneKey, v Settings, 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyZone retries such conflicts
 // for you.
 func (b *ConfigBucket) UpdateZone(ctx context.Context, key ZoneKey, v Settings, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwConfigZoneKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwConfigZoneKind, key, v, revision)
 }
 
 // ModifyZone reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ConfigBucket) ModifyZone(ctx context.Context, key ZoneKey, fn func(*Settings) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwConfigZoneKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ConfigBucket) ModifyZone(ctx context.Context, key ZoneKey, fn func(*Settings) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwConfigZoneKind, key, fn, opts...)
 }
 
 // GetZone reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ConfigBucket) GetZone(ctx context.Context, key ZoneKey) (kvwatch.Item[Settings], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwConfigZoneKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwConfigZoneKind, key)
 }
 
 // GetZoneRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ConfigBucket) GetZoneRevision(ctx context.Context, key ZoneKey, revision uint64) (kvwatch.Item[Settings], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwConfigZoneKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwConfigZoneKind, key, revision)
 }
 
 // DeleteZone deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ConfigBucket) DeleteZone(ctx context.Context, key ZoneKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwConfigZoneKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwConfigZoneKind, key, opts...)
 }
 
 // PurgeZone deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ConfigBucket) PurgeZone(ctx context.Context, key ZoneKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwConfigZoneKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwConfigZoneKind, key, opts...)
 }
 
 // ZoneHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ConfigBucket) ZoneHistory(ctx context.Context, key ZoneKey) ([]kvwatch.HistoryEntry[Settings], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwConfigZoneKind, key)
+func (b *ConfigBucket) ZoneHistory(ctx context.Context, key ZoneKey) ([]kvclient.HistoryEntry[Settings], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwConfigZoneKind, key)
 }
 
 // ListZone reads the Zone entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ConfigBucket) ListZone(ctx context.Context, scopes ConfigScopes) ([]kvwatch.Entry[ZoneKey, Settings], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigZoneKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigZoneKind, scopes.KVWatchScopes())
 }
 
 // ZoneKeys reads the keys of the Zone entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *ConfigBucket) ZoneKeys(ctx context.Context, scopes ConfigScopes) ([]ZoneKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigZoneKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwConfigSpec, &kvwConfigZoneKind, scopes.KVWatchScopes())
 }
 
 // ConfigBatch collects writes to bucket config that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type ConfigBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see ConfigBatch).
 func (b *ConfigBucket) Batch() *ConfigBatch {
-	return &ConfigBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &ConfigBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutGlobal adds a put of v under key.
 func (t *ConfigBatch) PutGlobal(key GlobalKey, v Settings) *ConfigBatch {
-	kvwatch.BatchPut(t.b, &kvwConfigGlobalKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwConfigGlobalKind, key, v)
 	return t
 }
 
@@ -650,25 +659,25 @@ func (t *ConfigBatch) PutGlobal(key GlobalKey, v Settings) *ConfigBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ConfigBatch) UpdateGlobal(key GlobalKey, v Settings, revision uint64) *ConfigBatch {
-	kvwatch.BatchUpdate(t.b, &kvwConfigGlobalKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwConfigGlobalKind, key, v, revision)
 	return t
 }
 
 // DeleteGlobal adds a delete of key.
 func (t *ConfigBatch) DeleteGlobal(key GlobalKey) *ConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwConfigGlobalKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwConfigGlobalKind, key, false)
 	return t
 }
 
 // PurgeGlobal adds a purge of key (its history too).
 func (t *ConfigBatch) PurgeGlobal(key GlobalKey) *ConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwConfigGlobalKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwConfigGlobalKind, key, true)
 	return t
 }
 
 // PutRegion adds a put of v under key.
 func (t *ConfigBatch) PutRegion(key RegionKey, v Settings) *ConfigBatch {
-	kvwatch.BatchPut(t.b, &kvwConfigRegionKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwConfigRegionKind, key, v)
 	return t
 }
 
@@ -676,25 +685,25 @@ func (t *ConfigBatch) PutRegion(key RegionKey, v Settings) *ConfigBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ConfigBatch) UpdateRegion(key RegionKey, v Settings, revision uint64) *ConfigBatch {
-	kvwatch.BatchUpdate(t.b, &kvwConfigRegionKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwConfigRegionKind, key, v, revision)
 	return t
 }
 
 // DeleteRegion adds a delete of key.
 func (t *ConfigBatch) DeleteRegion(key RegionKey) *ConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwConfigRegionKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwConfigRegionKind, key, false)
 	return t
 }
 
 // PurgeRegion adds a purge of key (its history too).
 func (t *ConfigBatch) PurgeRegion(key RegionKey) *ConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwConfigRegionKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwConfigRegionKind, key, true)
 	return t
 }
 
 // PutZone adds a put of v under key.
 func (t *ConfigBatch) PutZone(key ZoneKey, v Settings) *ConfigBatch {
-	kvwatch.BatchPut(t.b, &kvwConfigZoneKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwConfigZoneKind, key, v)
 	return t
 }
 
@@ -702,26 +711,26 @@ func (t *ConfigBatch) PutZone(key ZoneKey, v Settings) *ConfigBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ConfigBatch) UpdateZone(key ZoneKey, v Settings, revision uint64) *ConfigBatch {
-	kvwatch.BatchUpdate(t.b, &kvwConfigZoneKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwConfigZoneKind, key, v, revision)
 	return t
 }
 
 // DeleteZone adds a delete of key.
 func (t *ConfigBatch) DeleteZone(key ZoneKey) *ConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwConfigZoneKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwConfigZoneKind, key, false)
 	return t
 }
 
 // PurgeZone adds a purge of key (its history too).
 func (t *ConfigBatch) PurgeZone(key ZoneKey) *ConfigBatch {
-	kvwatch.BatchDelete(t.b, &kvwConfigZoneKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwConfigZoneKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewConfigBucket rather than OpenConfigBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewConfigBucket rather than OpenConfigBucket.
 func (t *ConfigBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -731,18 +740,18 @@ func (t *ConfigBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ConfigBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwConfigSpec, opts...)
+func CreateOrUpdateConfigBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*ConfigBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwConfigSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package multi
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -129,10 +130,10 @@ type NodeStateScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s NodeStateScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s NodeStateScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Node {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -167,24 +168,25 @@ type NodeStateHandlers struct {
 
 // NodeStateWatcher watches bucket node-state within a set of scopes, served
 // by at most one consumer at any moment however many scopes and kinds it
-// covers. The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats,
-// Err, Done and Stop. Its methods are safe for concurrent use.
+// covers. The embedded kvwatch.Watcher provides WaitSynced, WaitRevision,
+// Synced, Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type NodeStateWatcher struct {
-	*kvwatch.Watcher
-	bindNode       *kvwatch.Binding[NodeKey, Node]
-	bindNodeLabels *kvwatch.Binding[NodeLabelsKey, map[string]string]
+	kvwatch.Watcher
+	impl           *kvwatchimpl.Watcher
+	bindNode       *kvwatchimpl.Binding[NodeKey, Node]
+	bindNodeLabels *kvwatchimpl.Binding[NodeLabelsKey, map[string]string]
 }
 
 // NodeCache returns the read-only cache of the Node entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *NodeStateWatcher) NodeCache() *kvwatch.Cache[NodeKey, Node] {
+func (w *NodeStateWatcher) NodeCache() kvwatch.Cache[NodeKey, Node] {
 	return w.bindNode.Cache()
 }
 
 // NodeLabelsCache returns the read-only cache of the NodeLabels entries in
 // the watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *NodeStateWatcher) NodeLabelsCache() *kvwatch.Cache[NodeLabelsKey, map[string]string] {
+func (w *NodeStateWatcher) NodeLabelsCache() kvwatch.Cache[NodeLabelsKey, map[string]string] {
 	return w.bindNodeLabels.Cache()
 }
 
@@ -194,15 +196,16 @@ func (w *NodeStateWatcher) NodeLabelsCache() *kvwatch.Cache[NodeLabelsKey, map[s
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchNodeState(ctx context.Context, js jetstream.JetStream, scopes NodeStateScopes, h NodeStateHandlers, opts ...kvwatch.Option) (*NodeStateWatcher, error) {
-	bindNode := kvwatch.Bind(&kvwNodeStateNodeKind, h.OnNode)
-	bindNodeLabels := kvwatch.Bind(&kvwNodeStateNodeLabelsKind, h.OnNodeLabels)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNodeStateSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindNode, bindNodeLabels}, opts...)
+	bindNode := kvwatchimpl.Bind(&kvwNodeStateNodeKind, h.OnNode)
+	bindNodeLabels := kvwatchimpl.Bind(&kvwNodeStateNodeLabelsKind, h.OnNodeLabels)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwNodeStateSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindNode, bindNodeLabels}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NodeStateWatcher{
 		Watcher:        w,
+		impl:           w,
 		bindNode:       bindNode,
 		bindNodeLabels: bindNodeLabels,
 	}, nil
@@ -211,11 +214,11 @@ func WatchNodeState(ctx context.Context, js jetstream.JetStream, scopes NodeStat
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *NodeStateWatcher) SetScopes(ctx context.Context, scopes NodeStateScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -225,12 +228,17 @@ func (w *NodeStateWatcher) SetScopes(ctx context.Context, scopes NodeStateScopes
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *NodeStateWatcher) AddHandlers(h NodeStateHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindNode, h.OnNode),
-		kvwatch.HandlerOf(w.bindNodeLabels, h.OnNodeLabels),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *NodeStateWatcher) AddHandlers(h NodeStateHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindNode, h.OnNode),
+		kvwatchimpl.HandlerOf(w.bindNodeLabels, h.OnNodeLabels),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -239,10 +247,9 @@ func (w *NodeStateWatcher) AddHandlers(h NodeStateHandlers) (*kvwatch.Registrati
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *NodeStateWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindNode, w.bindNodeLabels)
+	return w.impl.Events(ctx, w.bindNode, w.bindNodeLabels)
 }
 
 // NodeStateCheckpoint is the state of a NodeStateWatcher at one revision:
@@ -266,7 +273,7 @@ type NodeStateCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return NodeStateCheckpoint{}, err
 	}
@@ -274,24 +281,24 @@ func (w *NodeStateWatcher) Checkpoint() (NodeStateCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Node:          kvwatch.EntriesOf(cp, &kvwNodeStateNodeKind),
-		NodeLabels:    kvwatch.EntriesOf(cp, &kvwNodeStateNodeLabelsKind),
+		Node:          kvwatchimpl.EntriesOf(cp, &kvwNodeStateNodeKind),
+		NodeLabels:    kvwatchimpl.EntriesOf(cp, &kvwNodeStateNodeLabelsKind),
 	}, nil
 }
 
 // Resume is the option that starts a NodeStateWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp NodeStateCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwNodeStateNodeKind, cp.Node)
-	kvwatch.WithEntries(&state, &kvwNodeStateNodeLabelsKind, cp.NodeLabels)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwNodeStateNodeKind, cp.Node)
+	kvwatchimpl.WithEntries(&state, &kvwNodeStateNodeLabelsKind, cp.NodeLabels)
+	return kvwatchimpl.Resume(state)
 }
 
 // NodeStateBucket reads and writes entries of bucket node-state with typed
@@ -304,11 +311,12 @@ type NodeStateBucket struct {
 }
 
 // OpenNodeStateBucket opens bucket node-state, or the bucket
-// kvwatch.WithBucket among opts names (node-state-staging; an edge server's
-// mirror, whose writes go to the hub). Its List, Keys and History methods
-// read through js.
-func OpenNodeStateBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*NodeStateBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwNodeStateSpec, opts...)
+// kvclient.WithBucketName among opts names (node-state-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenNodeStateBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*NodeStateBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwNodeStateSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +329,7 @@ func OpenNodeStateBucket(ctx context.Context, js jetstream.JetStream, opts ...kv
 // NewNodeStateBucket wraps kv: bucket node-state, or the bucket that holds
 // its keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenNodeStateBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenNodeStateBucket for them.
 func NewNodeStateBucket(kv jetstream.KeyValue) *NodeStateBucket {
 	return &NodeStateBucket{kv: kv}
 }
@@ -333,7 +341,7 @@ func (b *NodeStateBucket) KeyValue() jetstream.KeyValue {
 
 // PutNode stores v under key and returns the new revision.
 func (b *NodeStateBucket) PutNode(ctx context.Context, key NodeKey, v Node) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNodeStateNodeKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNodeStateNodeKind, key, v)
 }
 
 // CreateNode stores v under key only if key does not exist or was deleted,
@@ -341,7 +349,7 @@ func (b *NodeStateBucket) PutNode(ctx context.Context, key NodeKey, v Node) (uin
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NodeStateBucket) CreateNode(ctx context.Context, key NodeKey, v Node, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNodeStateNodeKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNodeStateNodeKind, key, v, opts...)
 }
 
 // UpdateNode stores v under key only if key is still at revision
@@ -349,67 +357,67 @@ func (b *NodeStateBucket) CreateNode(ctx context.Context, key NodeKey, v Node, o
 // matches jetstream.ErrKeyRevisionMismatch. ModifyNode retries such conflicts
 // for you.
 func (b *NodeStateBucket) UpdateNode(ctx context.Context, key NodeKey, v Node, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNodeStateNodeKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNodeStateNodeKind, key, v, revision)
 }
 
 // ModifyNode reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NodeStateBucket) ModifyNode(ctx context.Context, key NodeKey, fn func(*Node) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNodeStateNodeKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *NodeStateBucket) ModifyNode(ctx context.Context, key NodeKey, fn func(*Node) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNodeStateNodeKind, key, fn, opts...)
 }
 
 // GetNode reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NodeStateBucket) GetNode(ctx context.Context, key NodeKey) (kvwatch.Item[Node], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNodeStateNodeKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNodeStateNodeKind, key)
 }
 
 // GetNodeRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NodeStateBucket) GetNodeRevision(ctx context.Context, key NodeKey, revision uint64) (kvwatch.Item[Node], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNodeStateNodeKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNodeStateNodeKind, key, revision)
 }
 
 // DeleteNode deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *NodeStateBucket) DeleteNode(ctx context.Context, key NodeKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNodeStateNodeKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNodeStateNodeKind, key, opts...)
 }
 
 // PurgeNode deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NodeStateBucket) PurgeNode(ctx context.Context, key NodeKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNodeStateNodeKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNodeStateNodeKind, key, opts...)
 }
 
 // NodeHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *NodeStateBucket) NodeHistory(ctx context.Context, key NodeKey) ([]kvwatch.HistoryEntry[Node], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNodeStateNodeKind, key)
+func (b *NodeStateBucket) NodeHistory(ctx context.Context, key NodeKey) ([]kvclient.HistoryEntry[Node], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNodeStateNodeKind, key)
 }
 
 // ListNode reads the Node entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *NodeStateBucket) ListNode(ctx context.Context, scopes NodeStateScopes) ([]kvwatch.Entry[NodeKey, Node], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeKind, scopes.KVWatchScopes())
 }
 
 // NodeKeys reads the keys of the Node entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *NodeStateBucket) NodeKeys(ctx context.Context, scopes NodeStateScopes) ([]NodeKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeKind, scopes.KVWatchScopes())
 }
 
 // PutNodeLabels stores v under key and returns the new revision.
 func (b *NodeStateBucket) PutNodeLabels(ctx context.Context, key NodeLabelsKey, v map[string]string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v)
 }
 
 // CreateNodeLabels stores v under key only if key does not exist or was
@@ -417,7 +425,7 @@ func (b *NodeStateBucket) PutNodeLabels(ctx context.Context, key NodeLabelsKey, 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NodeStateBucket) CreateNodeLabels(ctx context.Context, key NodeLabelsKey, v map[string]string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v, opts...)
 }
 
 // UpdateNodeLabels stores v under key only if key is still at revision
@@ -425,84 +433,85 @@ func (b *NodeStateBucket) CreateNodeLabels(ctx context.Context, key NodeLabelsKe
 // matches jetstream.ErrKeyRevisionMismatch. ModifyNodeLabels retries such
 // conflicts for you.
 func (b *NodeStateBucket) UpdateNodeLabels(ctx context.Context, key NodeLabelsKey, v map[string]string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, v, revision)
 }
 
 // ModifyNodeLabels reads key, lets fn change a copy of its value, and writes
 // it back if key is still at the revision read; on a conflict it reads again
 // and retries, with backoff, so that concurrent modifiers each apply their
-// change once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NodeStateBucket) ModifyNodeLabels(ctx context.Context, key NodeLabelsKey, fn func(*map[string]string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, fn, opts...)
+// change once (see package kvclient). It returns the revision written; fn
+// returning kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent
+// among opts creates a missing key from the zero value.
+func (b *NodeStateBucket) ModifyNodeLabels(ctx context.Context, key NodeLabelsKey, fn func(*map[string]string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, fn, opts...)
 }
 
 // GetNodeLabels reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NodeStateBucket) GetNodeLabels(ctx context.Context, key NodeLabelsKey) (kvwatch.Item[map[string]string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key)
 }
 
 // GetNodeLabelsRevision reads key as it was at revision; a revision that is
 // not key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NodeStateBucket) GetNodeLabelsRevision(ctx context.Context, key NodeLabelsKey, revision uint64) (kvwatch.Item[map[string]string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, revision)
 }
 
 // DeleteNodeLabels deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *NodeStateBucket) DeleteNodeLabels(ctx context.Context, key NodeLabelsKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, opts...)
 }
 
 // PurgeNodeLabels deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NodeStateBucket) PurgeNodeLabels(ctx context.Context, key NodeLabelsKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNodeStateNodeLabelsKind, key, opts...)
 }
 
 // NodeLabelsHistory reads every revision the bucket keeps of key, oldest
 // first, deletes and purges included, without a consumer; a key never written
 // is jetstream.ErrKeyNotFound.
-func (b *NodeStateBucket) NodeLabelsHistory(ctx context.Context, key NodeLabelsKey) ([]kvwatch.HistoryEntry[map[string]string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNodeStateNodeLabelsKind, key)
+func (b *NodeStateBucket) NodeLabelsHistory(ctx context.Context, key NodeLabelsKey) ([]kvclient.HistoryEntry[map[string]string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNodeStateNodeLabelsKind, key)
 }
 
 // ListNodeLabels reads the NodeLabels entries within scopes, sorted by key,
-// without a consumer: exact as of the revision returned (see kvwatch.List; an
-// entry that does not decode is reported in the error, the others returned).
+// without a consumer: exact as of the revision returned (see package
+// kvclient; an entry that does not decode is reported in the error, the
+// others returned).
 func (b *NodeStateBucket) ListNodeLabels(ctx context.Context, scopes NodeStateScopes) ([]kvwatch.Entry[NodeLabelsKey, map[string]string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeLabelsKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeLabelsKind, scopes.KVWatchScopes())
 }
 
 // NodeLabelsKeys reads the keys of the NodeLabels entries within scopes,
 // sorted, without a consumer: exact as of the revision returned.
 func (b *NodeStateBucket) NodeLabelsKeys(ctx context.Context, scopes NodeStateScopes) ([]NodeLabelsKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeLabelsKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNodeStateSpec, &kvwNodeStateNodeLabelsKind, scopes.KVWatchScopes())
 }
 
 // NodeStateBatch collects writes to bucket node-state that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type NodeStateBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see NodeStateBatch).
 func (b *NodeStateBucket) Batch() *NodeStateBatch {
-	return &NodeStateBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &NodeStateBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutNode adds a put of v under key.
 func (t *NodeStateBatch) PutNode(key NodeKey, v Node) *NodeStateBatch {
-	kvwatch.BatchPut(t.b, &kvwNodeStateNodeKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNodeStateNodeKind, key, v)
 	return t
 }
 
@@ -510,25 +519,25 @@ func (t *NodeStateBatch) PutNode(key NodeKey, v Node) *NodeStateBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NodeStateBatch) UpdateNode(key NodeKey, v Node, revision uint64) *NodeStateBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNodeStateNodeKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNodeStateNodeKind, key, v, revision)
 	return t
 }
 
 // DeleteNode adds a delete of key.
 func (t *NodeStateBatch) DeleteNode(key NodeKey) *NodeStateBatch {
-	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNodeStateNodeKind, key, false)
 	return t
 }
 
 // PurgeNode adds a purge of key (its history too).
 func (t *NodeStateBatch) PurgeNode(key NodeKey) *NodeStateBatch {
-	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNodeStateNodeKind, key, true)
 	return t
 }
 
 // PutNodeLabels adds a put of v under key.
 func (t *NodeStateBatch) PutNodeLabels(key NodeLabelsKey, v map[string]string) *NodeStateBatch {
-	kvwatch.BatchPut(t.b, &kvwNodeStateNodeLabelsKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNodeStateNodeLabelsKind, key, v)
 	return t
 }
 
@@ -536,26 +545,26 @@ func (t *NodeStateBatch) PutNodeLabels(key NodeLabelsKey, v map[string]string) *
 // still at revision (0: only if key does not exist); otherwise nothing of the
 // batch is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NodeStateBatch) UpdateNodeLabels(key NodeLabelsKey, v map[string]string, revision uint64) *NodeStateBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNodeStateNodeLabelsKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNodeStateNodeLabelsKind, key, v, revision)
 	return t
 }
 
 // DeleteNodeLabels adds a delete of key.
 func (t *NodeStateBatch) DeleteNodeLabels(key NodeLabelsKey) *NodeStateBatch {
-	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeLabelsKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNodeStateNodeLabelsKind, key, false)
 	return t
 }
 
 // PurgeNodeLabels adds a purge of key (its history too).
 func (t *NodeStateBatch) PurgeNodeLabels(key NodeLabelsKey) *NodeStateBatch {
-	kvwatch.BatchDelete(t.b, &kvwNodeStateNodeLabelsKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNodeStateNodeLabelsKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewNodeStateBucket rather than OpenNodeStateBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewNodeStateBucket rather than OpenNodeStateBucket.
 func (t *NodeStateBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -565,18 +574,18 @@ func (t *NodeStateBatch) Commit(ctx context.Context) (uint64, error) {
 // and returns its client. The schema declares no configuration: every setting
 // takes its default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateNodeStateBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*NodeStateBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwNodeStateSpec, opts...)
+func CreateOrUpdateNodeStateBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*NodeStateBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwNodeStateSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package multi
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -131,10 +132,10 @@ type ServicesScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s ServicesScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s ServicesScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Service {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -169,27 +170,28 @@ type ServicesHandlers struct {
 
 // ServicesWatcher watches bucket services within a set of scopes, served by
 // at most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 //
 // Service registry.
 type ServicesWatcher struct {
-	*kvwatch.Watcher
-	bindService  *kvwatch.Binding[ServiceKey, Service]
-	bindEndpoint *kvwatch.Binding[EndpointKey, []Address]
+	kvwatch.Watcher
+	impl         *kvwatchimpl.Watcher
+	bindService  *kvwatchimpl.Binding[ServiceKey, Service]
+	bindEndpoint *kvwatchimpl.Binding[EndpointKey, []Address]
 }
 
 // ServiceCache returns the read-only cache of the Service entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ServicesWatcher) ServiceCache() *kvwatch.Cache[ServiceKey, Service] {
+func (w *ServicesWatcher) ServiceCache() kvwatch.Cache[ServiceKey, Service] {
 	return w.bindService.Cache()
 }
 
 // EndpointCache returns the read-only cache of the Endpoint entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ServicesWatcher) EndpointCache() *kvwatch.Cache[EndpointKey, []Address] {
+func (w *ServicesWatcher) EndpointCache() kvwatch.Cache[EndpointKey, []Address] {
 	return w.bindEndpoint.Cache()
 }
 
@@ -199,15 +201,16 @@ func (w *ServicesWatcher) EndpointCache() *kvwatch.Cache[EndpointKey, []Address]
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchServices(ctx context.Context, js jetstream.JetStream, scopes ServicesScopes, h ServicesHandlers, opts ...kvwatch.Option) (*ServicesWatcher, error) {
-	bindService := kvwatch.Bind(&kvwServicesServiceKind, h.OnService)
-	bindEndpoint := kvwatch.Bind(&kvwServicesEndpointKind, h.OnEndpoint)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwServicesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindService, bindEndpoint}, opts...)
+	bindService := kvwatchimpl.Bind(&kvwServicesServiceKind, h.OnService)
+	bindEndpoint := kvwatchimpl.Bind(&kvwServicesEndpointKind, h.OnEndpoint)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwServicesSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindService, bindEndpoint}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ServicesWatcher{
 		Watcher:      w,
+		impl:         w,
 		bindService:  bindService,
 		bindEndpoint: bindEndpoint,
 	}, nil
@@ -216,11 +219,11 @@ func WatchServices(ctx context.Context, js jetstream.JetStream, scopes ServicesS
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *ServicesWatcher) SetScopes(ctx context.Context, scopes ServicesScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -230,12 +233,17 @@ func (w *ServicesWatcher) SetScopes(ctx context.Context, scopes ServicesScopes) 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *ServicesWatcher) AddHandlers(h ServicesHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindService, h.OnService),
-		kvwatch.HandlerOf(w.bindEndpoint, h.OnEndpoint),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *ServicesWatcher) AddHandlers(h ServicesHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindService, h.OnService),
+		kvwatchimpl.HandlerOf(w.bindEndpoint, h.OnEndpoint),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -244,10 +252,9 @@ func (w *ServicesWatcher) AddHandlers(h ServicesHandlers) (*kvwatch.Registration
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *ServicesWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindService, w.bindEndpoint)
+	return w.impl.Events(ctx, w.bindService, w.bindEndpoint)
 }
 
 // ServicesCheckpoint is the state of a ServicesWatcher at one revision: every
@@ -271,7 +278,7 @@ type ServicesCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return ServicesCheckpoint{}, err
 	}
@@ -279,24 +286,24 @@ func (w *ServicesWatcher) Checkpoint() (ServicesCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Service:       kvwatch.EntriesOf(cp, &kvwServicesServiceKind),
-		Endpoint:      kvwatch.EntriesOf(cp, &kvwServicesEndpointKind),
+		Service:       kvwatchimpl.EntriesOf(cp, &kvwServicesServiceKind),
+		Endpoint:      kvwatchimpl.EntriesOf(cp, &kvwServicesEndpointKind),
 	}, nil
 }
 
 // Resume is the option that starts a ServicesWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp ServicesCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwServicesServiceKind, cp.Service)
-	kvwatch.WithEntries(&state, &kvwServicesEndpointKind, cp.Endpoint)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwServicesServiceKind, cp.Service)
+	kvwatchimpl.WithEntries(&state, &kvwServicesEndpointKind, cp.Endpoint)
+	return kvwatchimpl.Resume(state)
 }
 
 // ServicesBucket reads and writes entries of bucket services with typed keys
@@ -308,11 +315,13 @@ type ServicesBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenServicesBucket opens bucket services, or the bucket kvwatch.WithBucket
-// among opts names (services-staging; an edge server's mirror, whose writes
-// go to the hub). Its List, Keys and History methods read through js.
-func OpenServicesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ServicesBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwServicesSpec, opts...)
+// OpenServicesBucket opens bucket services, or the bucket
+// kvclient.WithBucketName among opts names (services-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenServicesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*ServicesBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwServicesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +334,7 @@ func OpenServicesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvw
 // NewServicesBucket wraps kv: bucket services, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenServicesBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenServicesBucket for them.
 func NewServicesBucket(kv jetstream.KeyValue) *ServicesBucket {
 	return &ServicesBucket{kv: kv}
 }
@@ -337,7 +346,7 @@ func (b *ServicesBucket) KeyValue() jetstream.KeyValue {
 
 // PutService stores v under key and returns the new revision.
 func (b *ServicesBucket) PutService(ctx context.Context, key ServiceKey, v Service) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwServicesServiceKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwServicesServiceKind, key, v)
 }
 
 // CreateService stores v under key only if key does not exist or was deleted,
@@ -345,7 +354,7 @@ func (b *ServicesBucket) PutService(ctx context.Context, key ServiceKey, v Servi
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ServicesBucket) CreateService(ctx context.Context, key ServiceKey, v Service, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwServicesServiceKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwServicesServiceKind, key, v, opts...)
 }
 
 // UpdateService stores v under key only if key is still at revision
@@ -353,68 +362,68 @@ func (b *ServicesBucket) CreateService(ctx context.Context, key ServiceKey, v Se
 // matches jetstream.ErrKeyRevisionMismatch. ModifyService retries such
 // conflicts for you.
 func (b *ServicesBucket) UpdateService(ctx context.Context, key ServiceKey, v Service, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwServicesServiceKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwServicesServiceKind, key, v, revision)
 }
 
 // ModifyService reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ServicesBucket) ModifyService(ctx context.Context, key ServiceKey, fn func(*Service) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwServicesServiceKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ServicesBucket) ModifyService(ctx context.Context, key ServiceKey, fn func(*Service) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwServicesServiceKind, key, fn, opts...)
 }
 
 // GetService reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ServicesBucket) GetService(ctx context.Context, key ServiceKey) (kvwatch.Item[Service], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwServicesServiceKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwServicesServiceKind, key)
 }
 
 // GetServiceRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ServicesBucket) GetServiceRevision(ctx context.Context, key ServiceKey, revision uint64) (kvwatch.Item[Service], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwServicesServiceKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwServicesServiceKind, key, revision)
 }
 
 // DeleteService deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ServicesBucket) DeleteService(ctx context.Context, key ServiceKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwServicesServiceKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwServicesServiceKind, key, opts...)
 }
 
 // PurgeService deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ServicesBucket) PurgeService(ctx context.Context, key ServiceKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwServicesServiceKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwServicesServiceKind, key, opts...)
 }
 
 // ServiceHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ServicesBucket) ServiceHistory(ctx context.Context, key ServiceKey) ([]kvwatch.HistoryEntry[Service], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwServicesServiceKind, key)
+func (b *ServicesBucket) ServiceHistory(ctx context.Context, key ServiceKey) ([]kvclient.HistoryEntry[Service], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwServicesServiceKind, key)
 }
 
 // ListService reads the Service entries within scopes, sorted by key, without
-// a consumer: exact as of the revision returned (see kvwatch.List; an entry
-// that does not decode is reported in the error, the others returned).
+// a consumer: exact as of the revision returned (see package kvclient; an
+// entry that does not decode is reported in the error, the others returned).
 func (b *ServicesBucket) ListService(ctx context.Context, scopes ServicesScopes) ([]kvwatch.Entry[ServiceKey, Service], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesServiceKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesServiceKind, scopes.KVWatchScopes())
 }
 
 // ServiceKeys reads the keys of the Service entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ServicesBucket) ServiceKeys(ctx context.Context, scopes ServicesScopes) ([]ServiceKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesServiceKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesServiceKind, scopes.KVWatchScopes())
 }
 
 // PutEndpoint stores v under key and returns the new revision.
 func (b *ServicesBucket) PutEndpoint(ctx context.Context, key EndpointKey, v []Address) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwServicesEndpointKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwServicesEndpointKind, key, v)
 }
 
 // CreateEndpoint stores v under key only if key does not exist or was
@@ -422,7 +431,7 @@ func (b *ServicesBucket) PutEndpoint(ctx context.Context, key EndpointKey, v []A
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ServicesBucket) CreateEndpoint(ctx context.Context, key EndpointKey, v []Address, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwServicesEndpointKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwServicesEndpointKind, key, v, opts...)
 }
 
 // UpdateEndpoint stores v under key only if key is still at revision
@@ -430,84 +439,85 @@ func (b *ServicesBucket) CreateEndpoint(ctx context.Context, key EndpointKey, v 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyEndpoint retries such
 // conflicts for you.
 func (b *ServicesBucket) UpdateEndpoint(ctx context.Context, key EndpointKey, v []Address, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwServicesEndpointKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwServicesEndpointKind, key, v, revision)
 }
 
 // ModifyEndpoint reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ServicesBucket) ModifyEndpoint(ctx context.Context, key EndpointKey, fn func(*[]Address) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwServicesEndpointKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ServicesBucket) ModifyEndpoint(ctx context.Context, key EndpointKey, fn func(*[]Address) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwServicesEndpointKind, key, fn, opts...)
 }
 
 // GetEndpoint reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ServicesBucket) GetEndpoint(ctx context.Context, key EndpointKey) (kvwatch.Item[[]Address], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwServicesEndpointKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwServicesEndpointKind, key)
 }
 
 // GetEndpointRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ServicesBucket) GetEndpointRevision(ctx context.Context, key EndpointKey, revision uint64) (kvwatch.Item[[]Address], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwServicesEndpointKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwServicesEndpointKind, key, revision)
 }
 
 // DeleteEndpoint deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ServicesBucket) DeleteEndpoint(ctx context.Context, key EndpointKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwServicesEndpointKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwServicesEndpointKind, key, opts...)
 }
 
 // PurgeEndpoint deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ServicesBucket) PurgeEndpoint(ctx context.Context, key EndpointKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwServicesEndpointKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwServicesEndpointKind, key, opts...)
 }
 
 // EndpointHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ServicesBucket) EndpointHistory(ctx context.Context, key EndpointKey) ([]kvwatch.HistoryEntry[[]Address], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwServicesEndpointKind, key)
+func (b *ServicesBucket) EndpointHistory(ctx context.Context, key EndpointKey) ([]kvclient.HistoryEntry[[]Address], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwServicesEndpointKind, key)
 }
 
 // ListEndpoint reads the Endpoint entries within scopes, sorted by key,
-// without a consumer: exact as of the revision returned (see kvwatch.List; an
-// entry that does not decode is reported in the error, the others returned).
+// without a consumer: exact as of the revision returned (see package
+// kvclient; an entry that does not decode is reported in the error, the
+// others returned).
 func (b *ServicesBucket) ListEndpoint(ctx context.Context, scopes ServicesScopes) ([]kvwatch.Entry[EndpointKey, []Address], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesEndpointKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesEndpointKind, scopes.KVWatchScopes())
 }
 
 // EndpointKeys reads the keys of the Endpoint entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ServicesBucket) EndpointKeys(ctx context.Context, scopes ServicesScopes) ([]EndpointKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesEndpointKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwServicesSpec, &kvwServicesEndpointKind, scopes.KVWatchScopes())
 }
 
 // ServicesBatch collects writes to bucket services that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type ServicesBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see ServicesBatch).
 func (b *ServicesBucket) Batch() *ServicesBatch {
-	return &ServicesBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &ServicesBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutService adds a put of v under key.
 func (t *ServicesBatch) PutService(key ServiceKey, v Service) *ServicesBatch {
-	kvwatch.BatchPut(t.b, &kvwServicesServiceKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwServicesServiceKind, key, v)
 	return t
 }
 
@@ -515,25 +525,25 @@ func (t *ServicesBatch) PutService(key ServiceKey, v Service) *ServicesBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ServicesBatch) UpdateService(key ServiceKey, v Service, revision uint64) *ServicesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwServicesServiceKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwServicesServiceKind, key, v, revision)
 	return t
 }
 
 // DeleteService adds a delete of key.
 func (t *ServicesBatch) DeleteService(key ServiceKey) *ServicesBatch {
-	kvwatch.BatchDelete(t.b, &kvwServicesServiceKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwServicesServiceKind, key, false)
 	return t
 }
 
 // PurgeService adds a purge of key (its history too).
 func (t *ServicesBatch) PurgeService(key ServiceKey) *ServicesBatch {
-	kvwatch.BatchDelete(t.b, &kvwServicesServiceKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwServicesServiceKind, key, true)
 	return t
 }
 
 // PutEndpoint adds a put of v under key.
 func (t *ServicesBatch) PutEndpoint(key EndpointKey, v []Address) *ServicesBatch {
-	kvwatch.BatchPut(t.b, &kvwServicesEndpointKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwServicesEndpointKind, key, v)
 	return t
 }
 
@@ -541,26 +551,26 @@ func (t *ServicesBatch) PutEndpoint(key EndpointKey, v []Address) *ServicesBatch
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ServicesBatch) UpdateEndpoint(key EndpointKey, v []Address, revision uint64) *ServicesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwServicesEndpointKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwServicesEndpointKind, key, v, revision)
 	return t
 }
 
 // DeleteEndpoint adds a delete of key.
 func (t *ServicesBatch) DeleteEndpoint(key EndpointKey) *ServicesBatch {
-	kvwatch.BatchDelete(t.b, &kvwServicesEndpointKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwServicesEndpointKind, key, false)
 	return t
 }
 
 // PurgeEndpoint adds a purge of key (its history too).
 func (t *ServicesBatch) PurgeEndpoint(key EndpointKey) *ServicesBatch {
-	kvwatch.BatchDelete(t.b, &kvwServicesEndpointKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwServicesEndpointKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewServicesBucket rather than OpenServicesBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewServicesBucket rather than OpenServicesBucket.
 func (t *ServicesBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -570,18 +580,18 @@ func (t *ServicesBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateServicesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ServicesBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwServicesSpec, opts...)
+func CreateOrUpdateServicesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*ServicesBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwServicesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

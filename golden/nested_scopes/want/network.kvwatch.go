@@ -4,6 +4,7 @@ package nestedscopes
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -227,16 +228,16 @@ type NetworkScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s NetworkScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.VPC {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
 	}
 	for _, v := range s.Route {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  1,
 			Params: []string{v.VPC, v.RouteID},
 		})
@@ -275,40 +276,41 @@ type NetworkHandlers struct {
 
 // NetworkWatcher watches bucket network within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type NetworkWatcher struct {
-	*kvwatch.Watcher
-	bindVPC       *kvwatch.Binding[VPCKey, string]
-	bindRoute     *kvwatch.Binding[RouteKey, string]
-	bindRouteNote *kvwatch.Binding[RouteNoteKey, string]
-	bindPeering   *kvwatch.Binding[PeeringKey, string]
+	kvwatch.Watcher
+	impl          *kvwatchimpl.Watcher
+	bindVPC       *kvwatchimpl.Binding[VPCKey, string]
+	bindRoute     *kvwatchimpl.Binding[RouteKey, string]
+	bindRouteNote *kvwatchimpl.Binding[RouteNoteKey, string]
+	bindPeering   *kvwatchimpl.Binding[PeeringKey, string]
 }
 
 // VPCCache returns the read-only cache of the VPC entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *NetworkWatcher) VPCCache() *kvwatch.Cache[VPCKey, string] {
+func (w *NetworkWatcher) VPCCache() kvwatch.Cache[VPCKey, string] {
 	return w.bindVPC.Cache()
 }
 
 // RouteCache returns the read-only cache of the Route entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *NetworkWatcher) RouteCache() *kvwatch.Cache[RouteKey, string] {
+func (w *NetworkWatcher) RouteCache() kvwatch.Cache[RouteKey, string] {
 	return w.bindRoute.Cache()
 }
 
 // RouteNoteCache returns the read-only cache of the RouteNote entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *NetworkWatcher) RouteNoteCache() *kvwatch.Cache[RouteNoteKey, string] {
+func (w *NetworkWatcher) RouteNoteCache() kvwatch.Cache[RouteNoteKey, string] {
 	return w.bindRouteNote.Cache()
 }
 
 // PeeringCache returns the read-only cache of the Peering entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *NetworkWatcher) PeeringCache() *kvwatch.Cache[PeeringKey, string] {
+func (w *NetworkWatcher) PeeringCache() kvwatch.Cache[PeeringKey, string] {
 	return w.bindPeering.Cache()
 }
 
@@ -318,17 +320,18 @@ func (w *NetworkWatcher) PeeringCache() *kvwatch.Cache[PeeringKey, string] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkScopes, h NetworkHandlers, opts ...kvwatch.Option) (*NetworkWatcher, error) {
-	bindVPC := kvwatch.Bind(&kvwNetworkVPCKind, h.OnVPC)
-	bindRoute := kvwatch.Bind(&kvwNetworkRouteKind, h.OnRoute)
-	bindRouteNote := kvwatch.Bind(&kvwNetworkRouteNoteKind, h.OnRouteNote)
-	bindPeering := kvwatch.Bind(&kvwNetworkPeeringKind, h.OnPeering)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindVPC, bindRoute, bindRouteNote, bindPeering}, opts...)
+	bindVPC := kvwatchimpl.Bind(&kvwNetworkVPCKind, h.OnVPC)
+	bindRoute := kvwatchimpl.Bind(&kvwNetworkRouteKind, h.OnRoute)
+	bindRouteNote := kvwatchimpl.Bind(&kvwNetworkRouteNoteKind, h.OnRouteNote)
+	bindPeering := kvwatchimpl.Bind(&kvwNetworkPeeringKind, h.OnPeering)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwNetworkSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindVPC, bindRoute, bindRouteNote, bindPeering}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NetworkWatcher{
 		Watcher:       w,
+		impl:          w,
 		bindVPC:       bindVPC,
 		bindRoute:     bindRoute,
 		bindRouteNote: bindRouteNote,
@@ -339,11 +342,11 @@ func WatchNetwork(ctx context.Context, js jetstream.JetStream, scopes NetworkSco
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -353,14 +356,19 @@ func (w *NetworkWatcher) SetScopes(ctx context.Context, scopes NetworkScopes) er
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindVPC, h.OnVPC),
-		kvwatch.HandlerOf(w.bindRoute, h.OnRoute),
-		kvwatch.HandlerOf(w.bindRouteNote, h.OnRouteNote),
-		kvwatch.HandlerOf(w.bindPeering, h.OnPeering),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindVPC, h.OnVPC),
+		kvwatchimpl.HandlerOf(w.bindRoute, h.OnRoute),
+		kvwatchimpl.HandlerOf(w.bindRouteNote, h.OnRouteNote),
+		kvwatchimpl.HandlerOf(w.bindPeering, h.OnPeering),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -369,10 +377,9 @@ func (w *NetworkWatcher) AddHandlers(h NetworkHandlers) (*kvwatch.Registration, 
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *NetworkWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindVPC, w.bindRoute, w.bindRouteNote, w.bindPeering)
+	return w.impl.Events(ctx, w.bindVPC, w.bindRoute, w.bindRouteNote, w.bindPeering)
 }
 
 // NetworkCheckpoint is the state of a NetworkWatcher at one revision: every
@@ -400,7 +407,7 @@ type NetworkCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return NetworkCheckpoint{}, err
 	}
@@ -408,28 +415,28 @@ func (w *NetworkWatcher) Checkpoint() (NetworkCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		VPC:           kvwatch.EntriesOf(cp, &kvwNetworkVPCKind),
-		Route:         kvwatch.EntriesOf(cp, &kvwNetworkRouteKind),
-		RouteNote:     kvwatch.EntriesOf(cp, &kvwNetworkRouteNoteKind),
-		Peering:       kvwatch.EntriesOf(cp, &kvwNetworkPeeringKind),
+		VPC:           kvwatchimpl.EntriesOf(cp, &kvwNetworkVPCKind),
+		Route:         kvwatchimpl.EntriesOf(cp, &kvwNetworkRouteKind),
+		RouteNote:     kvwatchimpl.EntriesOf(cp, &kvwNetworkRouteNoteKind),
+		Peering:       kvwatchimpl.EntriesOf(cp, &kvwNetworkPeeringKind),
 	}, nil
 }
 
 // Resume is the option that starts a NetworkWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp NetworkCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwNetworkVPCKind, cp.VPC)
-	kvwatch.WithEntries(&state, &kvwNetworkRouteKind, cp.Route)
-	kvwatch.WithEntries(&state, &kvwNetworkRouteNoteKind, cp.RouteNote)
-	kvwatch.WithEntries(&state, &kvwNetworkPeeringKind, cp.Peering)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwNetworkVPCKind, cp.VPC)
+	kvwatchimpl.WithEntries(&state, &kvwNetworkRouteKind, cp.Route)
+	kvwatchimpl.WithEntries(&state, &kvwNetworkRouteNoteKind, cp.RouteNote)
+	kvwatchimpl.WithEntries(&state, &kvwNetworkPeeringKind, cp.Peering)
+	return kvwatchimpl.Resume(state)
 }
 
 // NetworkBucket reads and writes entries of bucket network with typed keys
@@ -441,11 +448,13 @@ type NetworkBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenNetworkBucket opens bucket network, or the bucket kvwatch.WithBucket
-// among opts names (network-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*NetworkBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwNetworkSpec, opts...)
+// OpenNetworkBucket opens bucket network, or the bucket
+// kvclient.WithBucketName among opts names (network-staging; an edge server's
+// mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*NetworkBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwNetworkSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +467,7 @@ func OpenNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwa
 // NewNetworkBucket wraps kv: bucket network, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenNetworkBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenNetworkBucket for them.
 func NewNetworkBucket(kv jetstream.KeyValue) *NetworkBucket {
 	return &NetworkBucket{kv: kv}
 }
@@ -470,7 +479,7 @@ func (b *NetworkBucket) KeyValue() jetstream.KeyValue {
 
 // PutVPC stores v under key and returns the new revision.
 func (b *NetworkBucket) PutVPC(ctx context.Context, key VPCKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNetworkVPCKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNetworkVPCKind, key, v)
 }
 
 // CreateVPC stores v under key only if key does not exist or was deleted, and
@@ -478,7 +487,7 @@ func (b *NetworkBucket) PutVPC(ctx context.Context, key VPCKey, v string) (uint6
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NetworkBucket) CreateVPC(ctx context.Context, key VPCKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNetworkVPCKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNetworkVPCKind, key, v, opts...)
 }
 
 // UpdateVPC stores v under key only if key is still at revision
@@ -486,67 +495,67 @@ func (b *NetworkBucket) CreateVPC(ctx context.Context, key VPCKey, v string, opt
 // matches jetstream.ErrKeyRevisionMismatch. ModifyVPC retries such conflicts
 // for you.
 func (b *NetworkBucket) UpdateVPC(ctx context.Context, key VPCKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNetworkVPCKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNetworkVPCKind, key, v, revision)
 }
 
 // ModifyVPC reads key, lets fn change a copy of its value, and writes it back
 // if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NetworkBucket) ModifyVPC(ctx context.Context, key VPCKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNetworkVPCKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *NetworkBucket) ModifyVPC(ctx context.Context, key VPCKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNetworkVPCKind, key, fn, opts...)
 }
 
 // GetVPC reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetVPC(ctx context.Context, key VPCKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNetworkVPCKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNetworkVPCKind, key)
 }
 
 // GetVPCRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetVPCRevision(ctx context.Context, key VPCKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkVPCKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNetworkVPCKind, key, revision)
 }
 
 // DeleteVPC deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *NetworkBucket) DeleteVPC(ctx context.Context, key VPCKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkVPCKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNetworkVPCKind, key, opts...)
 }
 
 // PurgeVPC deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NetworkBucket) PurgeVPC(ctx context.Context, key VPCKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNetworkVPCKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNetworkVPCKind, key, opts...)
 }
 
 // VPCHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *NetworkBucket) VPCHistory(ctx context.Context, key VPCKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkVPCKind, key)
+func (b *NetworkBucket) VPCHistory(ctx context.Context, key VPCKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNetworkVPCKind, key)
 }
 
 // ListVPC reads the VPC entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *NetworkBucket) ListVPC(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[VPCKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCKind, scopes.KVWatchScopes())
 }
 
 // VPCKeys reads the keys of the VPC entries within scopes, sorted, without a
 // consumer: exact as of the revision returned.
 func (b *NetworkBucket) VPCKeys(ctx context.Context, scopes NetworkScopes) ([]VPCKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkVPCKind, scopes.KVWatchScopes())
 }
 
 // PutRoute stores v under key and returns the new revision.
 func (b *NetworkBucket) PutRoute(ctx context.Context, key RouteKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNetworkRouteKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNetworkRouteKind, key, v)
 }
 
 // CreateRoute stores v under key only if key does not exist or was deleted,
@@ -554,7 +563,7 @@ func (b *NetworkBucket) PutRoute(ctx context.Context, key RouteKey, v string) (u
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NetworkBucket) CreateRoute(ctx context.Context, key RouteKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNetworkRouteKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNetworkRouteKind, key, v, opts...)
 }
 
 // UpdateRoute stores v under key only if key is still at revision
@@ -562,68 +571,68 @@ func (b *NetworkBucket) CreateRoute(ctx context.Context, key RouteKey, v string,
 // matches jetstream.ErrKeyRevisionMismatch. ModifyRoute retries such
 // conflicts for you.
 func (b *NetworkBucket) UpdateRoute(ctx context.Context, key RouteKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNetworkRouteKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNetworkRouteKind, key, v, revision)
 }
 
 // ModifyRoute reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NetworkBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNetworkRouteKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *NetworkBucket) ModifyRoute(ctx context.Context, key RouteKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNetworkRouteKind, key, fn, opts...)
 }
 
 // GetRoute reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetRoute(ctx context.Context, key RouteKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNetworkRouteKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNetworkRouteKind, key)
 }
 
 // GetRouteRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetRouteRevision(ctx context.Context, key RouteKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkRouteKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNetworkRouteKind, key, revision)
 }
 
 // DeleteRoute deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *NetworkBucket) DeleteRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
 }
 
 // PurgeRoute deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NetworkBucket) PurgeRoute(ctx context.Context, key RouteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNetworkRouteKind, key, opts...)
 }
 
 // RouteHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *NetworkBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkRouteKind, key)
+func (b *NetworkBucket) RouteHistory(ctx context.Context, key RouteKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNetworkRouteKind, key)
 }
 
 // ListRoute reads the Route entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *NetworkBucket) ListRoute(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[RouteKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
 }
 
 // RouteKeys reads the keys of the Route entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *NetworkBucket) RouteKeys(ctx context.Context, scopes NetworkScopes) ([]RouteKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteKind, scopes.KVWatchScopes())
 }
 
 // PutRouteNote stores v under key and returns the new revision.
 func (b *NetworkBucket) PutRouteNote(ctx context.Context, key RouteNoteKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v)
 }
 
 // CreateRouteNote stores v under key only if key does not exist or was
@@ -631,7 +640,7 @@ func (b *NetworkBucket) PutRouteNote(ctx context.Context, key RouteNoteKey, v st
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NetworkBucket) CreateRouteNote(ctx context.Context, key RouteNoteKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v, opts...)
 }
 
 // UpdateRouteNote stores v under key only if key is still at revision
@@ -639,68 +648,69 @@ func (b *NetworkBucket) CreateRouteNote(ctx context.Context, key RouteNoteKey, v
 // matches jetstream.ErrKeyRevisionMismatch. ModifyRouteNote retries such
 // conflicts for you.
 func (b *NetworkBucket) UpdateRouteNote(ctx context.Context, key RouteNoteKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNetworkRouteNoteKind, key, v, revision)
 }
 
 // ModifyRouteNote reads key, lets fn change a copy of its value, and writes
 // it back if key is still at the revision read; on a conflict it reads again
 // and retries, with backoff, so that concurrent modifiers each apply their
-// change once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NetworkBucket) ModifyRouteNote(ctx context.Context, key RouteNoteKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNetworkRouteNoteKind, key, fn, opts...)
+// change once (see package kvclient). It returns the revision written; fn
+// returning kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent
+// among opts creates a missing key from the zero value.
+func (b *NetworkBucket) ModifyRouteNote(ctx context.Context, key RouteNoteKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNetworkRouteNoteKind, key, fn, opts...)
 }
 
 // GetRouteNote reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetRouteNote(ctx context.Context, key RouteNoteKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNetworkRouteNoteKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNetworkRouteNoteKind, key)
 }
 
 // GetRouteNoteRevision reads key as it was at revision; a revision that is
 // not key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetRouteNoteRevision(ctx context.Context, key RouteNoteKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkRouteNoteKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNetworkRouteNoteKind, key, revision)
 }
 
 // DeleteRouteNote deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *NetworkBucket) DeleteRouteNote(ctx context.Context, key RouteNoteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkRouteNoteKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNetworkRouteNoteKind, key, opts...)
 }
 
 // PurgeRouteNote deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NetworkBucket) PurgeRouteNote(ctx context.Context, key RouteNoteKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNetworkRouteNoteKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNetworkRouteNoteKind, key, opts...)
 }
 
 // RouteNoteHistory reads every revision the bucket keeps of key, oldest
 // first, deletes and purges included, without a consumer; a key never written
 // is jetstream.ErrKeyNotFound.
-func (b *NetworkBucket) RouteNoteHistory(ctx context.Context, key RouteNoteKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkRouteNoteKind, key)
+func (b *NetworkBucket) RouteNoteHistory(ctx context.Context, key RouteNoteKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNetworkRouteNoteKind, key)
 }
 
 // ListRouteNote reads the RouteNote entries within scopes, sorted by key,
-// without a consumer: exact as of the revision returned (see kvwatch.List; an
-// entry that does not decode is reported in the error, the others returned).
+// without a consumer: exact as of the revision returned (see package
+// kvclient; an entry that does not decode is reported in the error, the
+// others returned).
 func (b *NetworkBucket) ListRouteNote(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[RouteNoteKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteNoteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteNoteKind, scopes.KVWatchScopes())
 }
 
 // RouteNoteKeys reads the keys of the RouteNote entries within scopes,
 // sorted, without a consumer: exact as of the revision returned.
 func (b *NetworkBucket) RouteNoteKeys(ctx context.Context, scopes NetworkScopes) ([]RouteNoteKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteNoteKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkRouteNoteKind, scopes.KVWatchScopes())
 }
 
 // PutPeering stores v under key and returns the new revision.
 func (b *NetworkBucket) PutPeering(ctx context.Context, key PeeringKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwNetworkPeeringKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwNetworkPeeringKind, key, v)
 }
 
 // CreatePeering stores v under key only if key does not exist or was deleted,
@@ -708,7 +718,7 @@ func (b *NetworkBucket) PutPeering(ctx context.Context, key PeeringKey, v string
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *NetworkBucket) CreatePeering(ctx context.Context, key PeeringKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwNetworkPeeringKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwNetworkPeeringKind, key, v, opts...)
 }
 
 // UpdatePeering stores v under key only if key is still at revision
@@ -716,84 +726,84 @@ func (b *NetworkBucket) CreatePeering(ctx context.Context, key PeeringKey, v str
 // matches jetstream.ErrKeyRevisionMismatch. ModifyPeering retries such
 // conflicts for you.
 func (b *NetworkBucket) UpdatePeering(ctx context.Context, key PeeringKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwNetworkPeeringKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwNetworkPeeringKind, key, v, revision)
 }
 
 // ModifyPeering reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *NetworkBucket) ModifyPeering(ctx context.Context, key PeeringKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwNetworkPeeringKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *NetworkBucket) ModifyPeering(ctx context.Context, key PeeringKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwNetworkPeeringKind, key, fn, opts...)
 }
 
 // GetPeering reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetPeering(ctx context.Context, key PeeringKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwNetworkPeeringKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwNetworkPeeringKind, key)
 }
 
 // GetPeeringRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *NetworkBucket) GetPeeringRevision(ctx context.Context, key PeeringKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwNetworkPeeringKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwNetworkPeeringKind, key, revision)
 }
 
 // DeletePeering deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *NetworkBucket) DeletePeering(ctx context.Context, key PeeringKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwNetworkPeeringKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwNetworkPeeringKind, key, opts...)
 }
 
 // PurgePeering deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *NetworkBucket) PurgePeering(ctx context.Context, key PeeringKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwNetworkPeeringKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwNetworkPeeringKind, key, opts...)
 }
 
 // PeeringHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *NetworkBucket) PeeringHistory(ctx context.Context, key PeeringKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwNetworkPeeringKind, key)
+func (b *NetworkBucket) PeeringHistory(ctx context.Context, key PeeringKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwNetworkPeeringKind, key)
 }
 
 // ListPeering reads the Peering entries within scopes, sorted by key, without
-// a consumer: exact as of the revision returned (see kvwatch.List; an entry
-// that does not decode is reported in the error, the others returned).
+// a consumer: exact as of the revision returned (see package kvclient; an
+// entry that does not decode is reported in the error, the others returned).
 func (b *NetworkBucket) ListPeering(ctx context.Context, scopes NetworkScopes) ([]kvwatch.Entry[PeeringKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkPeeringKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkPeeringKind, scopes.KVWatchScopes())
 }
 
 // PeeringKeys reads the keys of the Peering entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *NetworkBucket) PeeringKeys(ctx context.Context, scopes NetworkScopes) ([]PeeringKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkPeeringKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwNetworkSpec, &kvwNetworkPeeringKind, scopes.KVWatchScopes())
 }
 
 // NetworkBatch collects writes to bucket network that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type NetworkBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see NetworkBatch).
 func (b *NetworkBucket) Batch() *NetworkBatch {
-	return &NetworkBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &NetworkBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutVPC adds a put of v under key.
 func (t *NetworkBatch) PutVPC(key VPCKey, v string) *NetworkBatch {
-	kvwatch.BatchPut(t.b, &kvwNetworkVPCKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNetworkVPCKind, key, v)
 	return t
 }
 
@@ -801,25 +811,25 @@ func (t *NetworkBatch) PutVPC(key VPCKey, v string) *NetworkBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NetworkBatch) UpdateVPC(key VPCKey, v string, revision uint64) *NetworkBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNetworkVPCKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNetworkVPCKind, key, v, revision)
 	return t
 }
 
 // DeleteVPC adds a delete of key.
 func (t *NetworkBatch) DeleteVPC(key VPCKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkVPCKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkVPCKind, key, false)
 	return t
 }
 
 // PurgeVPC adds a purge of key (its history too).
 func (t *NetworkBatch) PurgeVPC(key VPCKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkVPCKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkVPCKind, key, true)
 	return t
 }
 
 // PutRoute adds a put of v under key.
 func (t *NetworkBatch) PutRoute(key RouteKey, v string) *NetworkBatch {
-	kvwatch.BatchPut(t.b, &kvwNetworkRouteKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNetworkRouteKind, key, v)
 	return t
 }
 
@@ -827,25 +837,25 @@ func (t *NetworkBatch) PutRoute(key RouteKey, v string) *NetworkBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NetworkBatch) UpdateRoute(key RouteKey, v string, revision uint64) *NetworkBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNetworkRouteKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNetworkRouteKind, key, v, revision)
 	return t
 }
 
 // DeleteRoute adds a delete of key.
 func (t *NetworkBatch) DeleteRoute(key RouteKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkRouteKind, key, false)
 	return t
 }
 
 // PurgeRoute adds a purge of key (its history too).
 func (t *NetworkBatch) PurgeRoute(key RouteKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkRouteKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkRouteKind, key, true)
 	return t
 }
 
 // PutRouteNote adds a put of v under key.
 func (t *NetworkBatch) PutRouteNote(key RouteNoteKey, v string) *NetworkBatch {
-	kvwatch.BatchPut(t.b, &kvwNetworkRouteNoteKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNetworkRouteNoteKind, key, v)
 	return t
 }
 
@@ -853,25 +863,25 @@ func (t *NetworkBatch) PutRouteNote(key RouteNoteKey, v string) *NetworkBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NetworkBatch) UpdateRouteNote(key RouteNoteKey, v string, revision uint64) *NetworkBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNetworkRouteNoteKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNetworkRouteNoteKind, key, v, revision)
 	return t
 }
 
 // DeleteRouteNote adds a delete of key.
 func (t *NetworkBatch) DeleteRouteNote(key RouteNoteKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkRouteNoteKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkRouteNoteKind, key, false)
 	return t
 }
 
 // PurgeRouteNote adds a purge of key (its history too).
 func (t *NetworkBatch) PurgeRouteNote(key RouteNoteKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkRouteNoteKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkRouteNoteKind, key, true)
 	return t
 }
 
 // PutPeering adds a put of v under key.
 func (t *NetworkBatch) PutPeering(key PeeringKey, v string) *NetworkBatch {
-	kvwatch.BatchPut(t.b, &kvwNetworkPeeringKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwNetworkPeeringKind, key, v)
 	return t
 }
 
@@ -879,26 +889,26 @@ func (t *NetworkBatch) PutPeering(key PeeringKey, v string) *NetworkBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *NetworkBatch) UpdatePeering(key PeeringKey, v string, revision uint64) *NetworkBatch {
-	kvwatch.BatchUpdate(t.b, &kvwNetworkPeeringKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwNetworkPeeringKind, key, v, revision)
 	return t
 }
 
 // DeletePeering adds a delete of key.
 func (t *NetworkBatch) DeletePeering(key PeeringKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkPeeringKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkPeeringKind, key, false)
 	return t
 }
 
 // PurgePeering adds a purge of key (its history too).
 func (t *NetworkBatch) PurgePeering(key PeeringKey) *NetworkBatch {
-	kvwatch.BatchDelete(t.b, &kvwNetworkPeeringKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwNetworkPeeringKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewNetworkBucket rather than OpenNetworkBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewNetworkBucket rather than OpenNetworkBucket.
 func (t *NetworkBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -908,18 +918,18 @@ func (t *NetworkBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*NetworkBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwNetworkSpec, opts...)
+func CreateOrUpdateNetworkBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*NetworkBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwNetworkSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

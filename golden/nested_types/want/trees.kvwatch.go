@@ -4,6 +4,7 @@ package nested
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -129,8 +130,8 @@ type TreesScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s TreesScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s TreesScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -161,24 +162,25 @@ type TreesHandlers struct {
 
 // TreesWatcher watches bucket trees within a set of scopes, served by at most
 // one consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type TreesWatcher struct {
-	*kvwatch.Watcher
-	bindTree   *kvwatch.Binding[TreeKey, Tree]
-	bindForest *kvwatch.Binding[ForestKey, map[string][]map[string]Tree]
+	kvwatch.Watcher
+	impl       *kvwatchimpl.Watcher
+	bindTree   *kvwatchimpl.Binding[TreeKey, Tree]
+	bindForest *kvwatchimpl.Binding[ForestKey, map[string][]map[string]Tree]
 }
 
 // TreeCache returns the read-only cache of the Tree entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *TreesWatcher) TreeCache() *kvwatch.Cache[TreeKey, Tree] {
+func (w *TreesWatcher) TreeCache() kvwatch.Cache[TreeKey, Tree] {
 	return w.bindTree.Cache()
 }
 
 // ForestCache returns the read-only cache of the Forest entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *TreesWatcher) ForestCache() *kvwatch.Cache[ForestKey, map[string][]map[string]Tree] {
+func (w *TreesWatcher) ForestCache() kvwatch.Cache[ForestKey, map[string][]map[string]Tree] {
 	return w.bindForest.Cache()
 }
 
@@ -188,15 +190,16 @@ func (w *TreesWatcher) ForestCache() *kvwatch.Cache[ForestKey, map[string][]map[
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchTrees(ctx context.Context, js jetstream.JetStream, scopes TreesScopes, h TreesHandlers, opts ...kvwatch.Option) (*TreesWatcher, error) {
-	bindTree := kvwatch.Bind(&kvwTreesTreeKind, h.OnTree)
-	bindForest := kvwatch.Bind(&kvwTreesForestKind, h.OnForest)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwTreesSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindTree, bindForest}, opts...)
+	bindTree := kvwatchimpl.Bind(&kvwTreesTreeKind, h.OnTree)
+	bindForest := kvwatchimpl.Bind(&kvwTreesForestKind, h.OnForest)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwTreesSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindTree, bindForest}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &TreesWatcher{
 		Watcher:    w,
+		impl:       w,
 		bindTree:   bindTree,
 		bindForest: bindForest,
 	}, nil
@@ -205,11 +208,11 @@ func WatchTrees(ctx context.Context, js jetstream.JetStream, scopes TreesScopes,
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *TreesWatcher) SetScopes(ctx context.Context, scopes TreesScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -219,12 +222,17 @@ func (w *TreesWatcher) SetScopes(ctx context.Context, scopes TreesScopes) error 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *TreesWatcher) AddHandlers(h TreesHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindTree, h.OnTree),
-		kvwatch.HandlerOf(w.bindForest, h.OnForest),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *TreesWatcher) AddHandlers(h TreesHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindTree, h.OnTree),
+		kvwatchimpl.HandlerOf(w.bindForest, h.OnForest),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -233,10 +241,9 @@ func (w *TreesWatcher) AddHandlers(h TreesHandlers) (*kvwatch.Registration, erro
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *TreesWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindTree, w.bindForest)
+	return w.impl.Events(ctx, w.bindTree, w.bindForest)
 }
 
 // TreesCheckpoint is the state of a TreesWatcher at one revision: every
@@ -260,7 +267,7 @@ type TreesCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return TreesCheckpoint{}, err
 	}
@@ -268,24 +275,24 @@ func (w *TreesWatcher) Checkpoint() (TreesCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Tree:          kvwatch.EntriesOf(cp, &kvwTreesTreeKind),
-		Forest:        kvwatch.EntriesOf(cp, &kvwTreesForestKind),
+		Tree:          kvwatchimpl.EntriesOf(cp, &kvwTreesTreeKind),
+		Forest:        kvwatchimpl.EntriesOf(cp, &kvwTreesForestKind),
 	}, nil
 }
 
 // Resume is the option that starts a TreesWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp TreesCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwTreesTreeKind, cp.Tree)
-	kvwatch.WithEntries(&state, &kvwTreesForestKind, cp.Forest)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwTreesTreeKind, cp.Tree)
+	kvwatchimpl.WithEntries(&state, &kvwTreesForestKind, cp.Forest)
+	return kvwatchimpl.Resume(state)
 }
 
 // TreesBucket reads and writes entries of bucket trees with typed keys and
@@ -297,11 +304,12 @@ type TreesBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenTreesBucket opens bucket trees, or the bucket kvwatch.WithBucket among
-// opts names (trees-staging; an edge server's mirror, whose writes go to the
-// hub). Its List, Keys and History methods read through js.
-func OpenTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*TreesBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwTreesSpec, opts...)
+// OpenTreesBucket opens bucket trees, or the bucket kvclient.WithBucketName
+// among opts names (trees-staging; an edge server's mirror, whose writes go
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*TreesBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwTreesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +322,7 @@ func OpenTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatc
 // NewTreesBucket wraps kv: bucket trees, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenTreesBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenTreesBucket for them.
 func NewTreesBucket(kv jetstream.KeyValue) *TreesBucket {
 	return &TreesBucket{kv: kv}
 }
@@ -326,7 +334,7 @@ func (b *TreesBucket) KeyValue() jetstream.KeyValue {
 
 // PutTree stores v under key and returns the new revision.
 func (b *TreesBucket) PutTree(ctx context.Context, key TreeKey, v Tree) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwTreesTreeKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwTreesTreeKind, key, v)
 }
 
 // CreateTree stores v under key only if key does not exist or was deleted,
@@ -334,7 +342,7 @@ func (b *TreesBucket) PutTree(ctx context.Context, key TreeKey, v Tree) (uint64,
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *TreesBucket) CreateTree(ctx context.Context, key TreeKey, v Tree, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwTreesTreeKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwTreesTreeKind, key, v, opts...)
 }
 
 // UpdateTree stores v under key only if key is still at revision
@@ -342,67 +350,67 @@ func (b *TreesBucket) CreateTree(ctx context.Context, key TreeKey, v Tree, opts 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyTree retries such conflicts
 // for you.
 func (b *TreesBucket) UpdateTree(ctx context.Context, key TreeKey, v Tree, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwTreesTreeKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwTreesTreeKind, key, v, revision)
 }
 
 // ModifyTree reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *TreesBucket) ModifyTree(ctx context.Context, key TreeKey, fn func(*Tree) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwTreesTreeKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *TreesBucket) ModifyTree(ctx context.Context, key TreeKey, fn func(*Tree) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwTreesTreeKind, key, fn, opts...)
 }
 
 // GetTree reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *TreesBucket) GetTree(ctx context.Context, key TreeKey) (kvwatch.Item[Tree], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwTreesTreeKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwTreesTreeKind, key)
 }
 
 // GetTreeRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *TreesBucket) GetTreeRevision(ctx context.Context, key TreeKey, revision uint64) (kvwatch.Item[Tree], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwTreesTreeKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwTreesTreeKind, key, revision)
 }
 
 // DeleteTree deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *TreesBucket) DeleteTree(ctx context.Context, key TreeKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTreesTreeKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwTreesTreeKind, key, opts...)
 }
 
 // PurgeTree deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *TreesBucket) PurgeTree(ctx context.Context, key TreeKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwTreesTreeKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwTreesTreeKind, key, opts...)
 }
 
 // TreeHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *TreesBucket) TreeHistory(ctx context.Context, key TreeKey) ([]kvwatch.HistoryEntry[Tree], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwTreesTreeKind, key)
+func (b *TreesBucket) TreeHistory(ctx context.Context, key TreeKey) ([]kvclient.HistoryEntry[Tree], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwTreesTreeKind, key)
 }
 
 // ListTree reads the Tree entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *TreesBucket) ListTree(ctx context.Context, scopes TreesScopes) ([]kvwatch.Entry[TreeKey, Tree], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesTreeKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesTreeKind, scopes.KVWatchScopes())
 }
 
 // TreeKeys reads the keys of the Tree entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *TreesBucket) TreeKeys(ctx context.Context, scopes TreesScopes) ([]TreeKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesTreeKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesTreeKind, scopes.KVWatchScopes())
 }
 
 // PutForest stores v under key and returns the new revision.
 func (b *TreesBucket) PutForest(ctx context.Context, key ForestKey, v map[string][]map[string]Tree) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwTreesForestKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwTreesForestKind, key, v)
 }
 
 // CreateForest stores v under key only if key does not exist or was deleted,
@@ -410,7 +418,7 @@ func (b *TreesBucket) PutForest(ctx context.Context, key ForestKey, v map[string
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *TreesBucket) CreateForest(ctx context.Context, key ForestKey, v map[string][]map[string]Tree, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwTreesForestKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwTreesForestKind, key, v, opts...)
 }
 
 // UpdateForest stores v under key only if key is still at revision
@@ -418,83 +426,84 @@ func (b *TreesBucket) CreateForest(ctx context.Context, key ForestKey, v map[str
 // matches jetstream.ErrKeyRevisionMismatch. ModifyForest retries such
 // conflicts for you.
 func (b *TreesBucket) UpdateForest(ctx context.Context, key ForestKey, v map[string][]map[string]Tree, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwTreesForestKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwTreesForestKind, key, v, revision)
 }
 
 // ModifyForest reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *TreesBucket) ModifyForest(ctx context.Context, key ForestKey, fn func(*map[string][]map[string]Tree) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwTreesForestKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *TreesBucket) ModifyForest(ctx context.Context, key ForestKey, fn func(*map[string][]map[string]Tree) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwTreesForestKind, key, fn, opts...)
 }
 
 // GetForest reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *TreesBucket) GetForest(ctx context.Context, key ForestKey) (kvwatch.Item[map[string][]map[string]Tree], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwTreesForestKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwTreesForestKind, key)
 }
 
 // GetForestRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *TreesBucket) GetForestRevision(ctx context.Context, key ForestKey, revision uint64) (kvwatch.Item[map[string][]map[string]Tree], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwTreesForestKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwTreesForestKind, key, revision)
 }
 
 // DeleteForest deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *TreesBucket) DeleteForest(ctx context.Context, key ForestKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwTreesForestKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwTreesForestKind, key, opts...)
 }
 
 // PurgeForest deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *TreesBucket) PurgeForest(ctx context.Context, key ForestKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwTreesForestKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwTreesForestKind, key, opts...)
 }
 
 // ForestHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *TreesBucket) ForestHistory(ctx context.Context, key ForestKey) ([]kvwatch.HistoryEntry[map[string][]map[string]Tree], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwTreesForestKind, key)
+func (b *TreesBucket) ForestHistory(ctx context.Context, key ForestKey) ([]kvclient.HistoryEntry[map[string][]map[string]Tree], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwTreesForestKind, key)
 }
 
 // ListForest reads the Forest entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *TreesBucket) ListForest(ctx context.Context, scopes TreesScopes) ([]kvwatch.Entry[ForestKey, map[string][]map[string]Tree], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesForestKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesForestKind, scopes.KVWatchScopes())
 }
 
 // ForestKeys reads the keys of the Forest entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *TreesBucket) ForestKeys(ctx context.Context, scopes TreesScopes) ([]ForestKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesForestKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwTreesSpec, &kvwTreesForestKind, scopes.KVWatchScopes())
 }
 
 // TreesBatch collects writes to bucket trees that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type TreesBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see TreesBatch).
 func (b *TreesBucket) Batch() *TreesBatch {
-	return &TreesBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &TreesBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutTree adds a put of v under key.
 func (t *TreesBatch) PutTree(key TreeKey, v Tree) *TreesBatch {
-	kvwatch.BatchPut(t.b, &kvwTreesTreeKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwTreesTreeKind, key, v)
 	return t
 }
 
@@ -502,25 +511,25 @@ func (t *TreesBatch) PutTree(key TreeKey, v Tree) *TreesBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *TreesBatch) UpdateTree(key TreeKey, v Tree, revision uint64) *TreesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwTreesTreeKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwTreesTreeKind, key, v, revision)
 	return t
 }
 
 // DeleteTree adds a delete of key.
 func (t *TreesBatch) DeleteTree(key TreeKey) *TreesBatch {
-	kvwatch.BatchDelete(t.b, &kvwTreesTreeKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwTreesTreeKind, key, false)
 	return t
 }
 
 // PurgeTree adds a purge of key (its history too).
 func (t *TreesBatch) PurgeTree(key TreeKey) *TreesBatch {
-	kvwatch.BatchDelete(t.b, &kvwTreesTreeKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwTreesTreeKind, key, true)
 	return t
 }
 
 // PutForest adds a put of v under key.
 func (t *TreesBatch) PutForest(key ForestKey, v map[string][]map[string]Tree) *TreesBatch {
-	kvwatch.BatchPut(t.b, &kvwTreesForestKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwTreesForestKind, key, v)
 	return t
 }
 
@@ -528,26 +537,26 @@ func (t *TreesBatch) PutForest(key ForestKey, v map[string][]map[string]Tree) *T
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *TreesBatch) UpdateForest(key ForestKey, v map[string][]map[string]Tree, revision uint64) *TreesBatch {
-	kvwatch.BatchUpdate(t.b, &kvwTreesForestKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwTreesForestKind, key, v, revision)
 	return t
 }
 
 // DeleteForest adds a delete of key.
 func (t *TreesBatch) DeleteForest(key ForestKey) *TreesBatch {
-	kvwatch.BatchDelete(t.b, &kvwTreesForestKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwTreesForestKind, key, false)
 	return t
 }
 
 // PurgeForest adds a purge of key (its history too).
 func (t *TreesBatch) PurgeForest(key ForestKey) *TreesBatch {
-	kvwatch.BatchDelete(t.b, &kvwTreesForestKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwTreesForestKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewTreesBucket rather than OpenTreesBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewTreesBucket rather than OpenTreesBucket.
 func (t *TreesBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -557,18 +566,18 @@ func (t *TreesBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*TreesBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwTreesSpec, opts...)
+func CreateOrUpdateTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*TreesBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwTreesSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package noscopes
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type SettingsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s SettingsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s SettingsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,17 +104,18 @@ type SettingsHandlers struct {
 
 // SettingsWatcher watches bucket settings within a set of scopes, served by
 // at most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type SettingsWatcher struct {
-	*kvwatch.Watcher
-	bindSetting *kvwatch.Binding[SettingKey, string]
+	kvwatch.Watcher
+	impl        *kvwatchimpl.Watcher
+	bindSetting *kvwatchimpl.Binding[SettingKey, string]
 }
 
 // SettingCache returns the read-only cache of the Setting entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *SettingsWatcher) SettingCache() *kvwatch.Cache[SettingKey, string] {
+func (w *SettingsWatcher) SettingCache() kvwatch.Cache[SettingKey, string] {
 	return w.bindSetting.Cache()
 }
 
@@ -123,14 +125,15 @@ func (w *SettingsWatcher) SettingCache() *kvwatch.Cache[SettingKey, string] {
 // empty scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchSettings(ctx context.Context, js jetstream.JetStream, scopes SettingsScopes, h SettingsHandlers, opts ...kvwatch.Option) (*SettingsWatcher, error) {
-	bindSetting := kvwatch.Bind(&kvwSettingsSettingKind, h.OnSetting)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwSettingsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindSetting}, opts...)
+	bindSetting := kvwatchimpl.Bind(&kvwSettingsSettingKind, h.OnSetting)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwSettingsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindSetting}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &SettingsWatcher{
 		Watcher:     w,
+		impl:        w,
 		bindSetting: bindSetting,
 	}, nil
 }
@@ -138,11 +141,11 @@ func WatchSettings(ctx context.Context, js jetstream.JetStream, scopes SettingsS
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *SettingsWatcher) SetScopes(ctx context.Context, scopes SettingsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -152,11 +155,16 @@ func (w *SettingsWatcher) SetScopes(ctx context.Context, scopes SettingsScopes) 
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *SettingsWatcher) AddHandlers(h SettingsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindSetting, h.OnSetting),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *SettingsWatcher) AddHandlers(h SettingsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindSetting, h.OnSetting),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -165,10 +173,9 @@ func (w *SettingsWatcher) AddHandlers(h SettingsHandlers) (*kvwatch.Registration
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *SettingsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindSetting)
+	return w.impl.Events(ctx, w.bindSetting)
 }
 
 // SettingsCheckpoint is the state of a SettingsWatcher at one revision: every
@@ -190,7 +197,7 @@ type SettingsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return SettingsCheckpoint{}, err
 	}
@@ -198,22 +205,22 @@ func (w *SettingsWatcher) Checkpoint() (SettingsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Setting:       kvwatch.EntriesOf(cp, &kvwSettingsSettingKind),
+		Setting:       kvwatchimpl.EntriesOf(cp, &kvwSettingsSettingKind),
 	}, nil
 }
 
 // Resume is the option that starts a SettingsWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp SettingsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwSettingsSettingKind, cp.Setting)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwSettingsSettingKind, cp.Setting)
+	return kvwatchimpl.Resume(state)
 }
 
 // SettingsBucket reads and writes entries of bucket settings with typed keys
@@ -225,11 +232,13 @@ type SettingsBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenSettingsBucket opens bucket settings, or the bucket kvwatch.WithBucket
-// among opts names (settings-staging; an edge server's mirror, whose writes
-// go to the hub). Its List, Keys and History methods read through js.
-func OpenSettingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*SettingsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwSettingsSpec, opts...)
+// OpenSettingsBucket opens bucket settings, or the bucket
+// kvclient.WithBucketName among opts names (settings-staging; an edge
+// server's mirror, whose writes go to the hub). A missing bucket matches
+// jetstream.ErrBucketNotFound. Its List, Keys and History methods read
+// through js.
+func OpenSettingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*SettingsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwSettingsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +251,7 @@ func OpenSettingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvw
 // NewSettingsBucket wraps kv: bucket settings, or the bucket that holds its
 // keys under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenSettingsBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenSettingsBucket for them.
 func NewSettingsBucket(kv jetstream.KeyValue) *SettingsBucket {
 	return &SettingsBucket{kv: kv}
 }
@@ -254,7 +263,7 @@ func (b *SettingsBucket) KeyValue() jetstream.KeyValue {
 
 // PutSetting stores v under key and returns the new revision.
 func (b *SettingsBucket) PutSetting(ctx context.Context, key SettingKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwSettingsSettingKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwSettingsSettingKind, key, v)
 }
 
 // CreateSetting stores v under key only if key does not exist or was deleted,
@@ -262,7 +271,7 @@ func (b *SettingsBucket) PutSetting(ctx context.Context, key SettingKey, v strin
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *SettingsBucket) CreateSetting(ctx context.Context, key SettingKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwSettingsSettingKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwSettingsSettingKind, key, v, opts...)
 }
 
 // UpdateSetting stores v under key only if key is still at revision
@@ -270,84 +279,84 @@ func (b *SettingsBucket) CreateSetting(ctx context.Context, key SettingKey, v st
 // matches jetstream.ErrKeyRevisionMismatch. ModifySetting retries such
 // conflicts for you.
 func (b *SettingsBucket) UpdateSetting(ctx context.Context, key SettingKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwSettingsSettingKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwSettingsSettingKind, key, v, revision)
 }
 
 // ModifySetting reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *SettingsBucket) ModifySetting(ctx context.Context, key SettingKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwSettingsSettingKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *SettingsBucket) ModifySetting(ctx context.Context, key SettingKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwSettingsSettingKind, key, fn, opts...)
 }
 
 // GetSetting reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *SettingsBucket) GetSetting(ctx context.Context, key SettingKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwSettingsSettingKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwSettingsSettingKind, key)
 }
 
 // GetSettingRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *SettingsBucket) GetSettingRevision(ctx context.Context, key SettingKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwSettingsSettingKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwSettingsSettingKind, key, revision)
 }
 
 // DeleteSetting deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *SettingsBucket) DeleteSetting(ctx context.Context, key SettingKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwSettingsSettingKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwSettingsSettingKind, key, opts...)
 }
 
 // PurgeSetting deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *SettingsBucket) PurgeSetting(ctx context.Context, key SettingKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwSettingsSettingKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwSettingsSettingKind, key, opts...)
 }
 
 // SettingHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *SettingsBucket) SettingHistory(ctx context.Context, key SettingKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwSettingsSettingKind, key)
+func (b *SettingsBucket) SettingHistory(ctx context.Context, key SettingKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwSettingsSettingKind, key)
 }
 
 // ListSetting reads the Setting entries within scopes, sorted by key, without
-// a consumer: exact as of the revision returned (see kvwatch.List; an entry
-// that does not decode is reported in the error, the others returned).
+// a consumer: exact as of the revision returned (see package kvclient; an
+// entry that does not decode is reported in the error, the others returned).
 func (b *SettingsBucket) ListSetting(ctx context.Context, scopes SettingsScopes) ([]kvwatch.Entry[SettingKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwSettingsSpec, &kvwSettingsSettingKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwSettingsSpec, &kvwSettingsSettingKind, scopes.KVWatchScopes())
 }
 
 // SettingKeys reads the keys of the Setting entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *SettingsBucket) SettingKeys(ctx context.Context, scopes SettingsScopes) ([]SettingKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwSettingsSpec, &kvwSettingsSettingKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwSettingsSpec, &kvwSettingsSettingKind, scopes.KVWatchScopes())
 }
 
 // SettingsBatch collects writes to bucket settings that Commit stores
 // atomically: all at consecutive revisions, or none (nats-server 2.12+, on a
 // stream that allows atomic batches). A watcher's caches take a committed
-// batch at once: no reader sees part of it (see kvwatch.Batch for what is not
-// atomic). Its methods return the batch, to chain; a key or value that cannot
-// be written fails Commit, which then sends nothing. Not safe for concurrent
-// use.
+// batch at once: no reader sees part of it (see package kvclient for what is
+// not atomic). Its methods return the batch, to chain; a key or value that
+// cannot be written fails Commit, which then sends nothing. Not safe for
+// concurrent use.
 type SettingsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see SettingsBatch).
 func (b *SettingsBucket) Batch() *SettingsBatch {
-	return &SettingsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &SettingsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutSetting adds a put of v under key.
 func (t *SettingsBatch) PutSetting(key SettingKey, v string) *SettingsBatch {
-	kvwatch.BatchPut(t.b, &kvwSettingsSettingKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwSettingsSettingKind, key, v)
 	return t
 }
 
@@ -355,26 +364,26 @@ func (t *SettingsBatch) PutSetting(key SettingKey, v string) *SettingsBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *SettingsBatch) UpdateSetting(key SettingKey, v string, revision uint64) *SettingsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwSettingsSettingKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwSettingsSettingKind, key, v, revision)
 	return t
 }
 
 // DeleteSetting adds a delete of key.
 func (t *SettingsBatch) DeleteSetting(key SettingKey) *SettingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwSettingsSettingKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwSettingsSettingKind, key, false)
 	return t
 }
 
 // PurgeSetting adds a purge of key (its history too).
 func (t *SettingsBatch) PurgeSetting(key SettingKey) *SettingsBatch {
-	kvwatch.BatchDelete(t.b, &kvwSettingsSettingKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwSettingsSettingKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewSettingsBucket rather than OpenSettingsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewSettingsBucket rather than OpenSettingsBucket.
 func (t *SettingsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -384,18 +393,18 @@ func (t *SettingsBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateSettingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*SettingsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwSettingsSpec, opts...)
+func CreateOrUpdateSettingsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*SettingsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwSettingsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

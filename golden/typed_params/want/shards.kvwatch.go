@@ -4,6 +4,7 @@ package typed
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -256,22 +257,22 @@ type ShardsScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s ShardsScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s ShardsScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Region {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
 	}
 	for _, v := range s.Shard {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  1,
 			Params: []string{v.Region, strconv.FormatInt(v.Shard, 10)},
 		})
 	}
 	if s.Global {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  2,
 			Params: []string{},
 		})
@@ -310,41 +311,42 @@ type ShardsHandlers struct {
 
 // ShardsWatcher watches bucket shards within a set of scopes, served by at
 // most one consumer at any moment however many scopes and kinds it covers.
-// The embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done
-// and Stop. Its methods are safe for concurrent use.
+// The embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced,
+// Stats, Err, Done and Stop. Its methods are safe for concurrent use.
 type ShardsWatcher struct {
-	*kvwatch.Watcher
-	bindShard   *kvwatch.Binding[ShardKey, string]
-	bindReplica *kvwatch.Binding[ReplicaKey, Replica]
-	bindGlobal  *kvwatch.Binding[GlobalKey, Replica]
-	bindEpoch   *kvwatch.Binding[EpochKey, uint64]
+	kvwatch.Watcher
+	impl        *kvwatchimpl.Watcher
+	bindShard   *kvwatchimpl.Binding[ShardKey, string]
+	bindReplica *kvwatchimpl.Binding[ReplicaKey, Replica]
+	bindGlobal  *kvwatchimpl.Binding[GlobalKey, Replica]
+	bindEpoch   *kvwatchimpl.Binding[EpochKey, uint64]
 }
 
 // ShardCache returns the read-only cache of the Shard entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ShardsWatcher) ShardCache() *kvwatch.Cache[ShardKey, string] {
+func (w *ShardsWatcher) ShardCache() kvwatch.Cache[ShardKey, string] {
 	return w.bindShard.Cache()
 }
 
 // ReplicaCache returns the read-only cache of the Replica entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ShardsWatcher) ReplicaCache() *kvwatch.Cache[ReplicaKey, Replica] {
+func (w *ShardsWatcher) ReplicaCache() kvwatch.Cache[ReplicaKey, Replica] {
 	return w.bindReplica.Cache()
 }
 
 // GlobalCache returns the read-only cache of the Global entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ShardsWatcher) GlobalCache() *kvwatch.Cache[GlobalKey, Replica] {
+func (w *ShardsWatcher) GlobalCache() kvwatch.Cache[GlobalKey, Replica] {
 	return w.bindGlobal.Cache()
 }
 
 // EpochCache returns the read-only cache of the Epoch entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *ShardsWatcher) EpochCache() *kvwatch.Cache[EpochKey, uint64] {
+func (w *ShardsWatcher) EpochCache() kvwatch.Cache[EpochKey, uint64] {
 	return w.bindEpoch.Cache()
 }
 
@@ -354,17 +356,18 @@ func (w *ShardsWatcher) EpochCache() *kvwatch.Cache[EpochKey, uint64] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchShards(ctx context.Context, js jetstream.JetStream, scopes ShardsScopes, h ShardsHandlers, opts ...kvwatch.Option) (*ShardsWatcher, error) {
-	bindShard := kvwatch.Bind(&kvwShardsShardKind, h.OnShard)
-	bindReplica := kvwatch.Bind(&kvwShardsReplicaKind, h.OnReplica)
-	bindGlobal := kvwatch.Bind(&kvwShardsGlobalKind, h.OnGlobal)
-	bindEpoch := kvwatch.Bind(&kvwShardsEpochKind, h.OnEpoch)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwShardsSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindShard, bindReplica, bindGlobal, bindEpoch}, opts...)
+	bindShard := kvwatchimpl.Bind(&kvwShardsShardKind, h.OnShard)
+	bindReplica := kvwatchimpl.Bind(&kvwShardsReplicaKind, h.OnReplica)
+	bindGlobal := kvwatchimpl.Bind(&kvwShardsGlobalKind, h.OnGlobal)
+	bindEpoch := kvwatchimpl.Bind(&kvwShardsEpochKind, h.OnEpoch)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwShardsSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindShard, bindReplica, bindGlobal, bindEpoch}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ShardsWatcher{
 		Watcher:     w,
+		impl:        w,
 		bindShard:   bindShard,
 		bindReplica: bindReplica,
 		bindGlobal:  bindGlobal,
@@ -375,11 +378,11 @@ func WatchShards(ctx context.Context, js jetstream.JetStream, scopes ShardsScope
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *ShardsWatcher) SetScopes(ctx context.Context, scopes ShardsScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -389,14 +392,19 @@ func (w *ShardsWatcher) SetScopes(ctx context.Context, scopes ShardsScopes) erro
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *ShardsWatcher) AddHandlers(h ShardsHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindShard, h.OnShard),
-		kvwatch.HandlerOf(w.bindReplica, h.OnReplica),
-		kvwatch.HandlerOf(w.bindGlobal, h.OnGlobal),
-		kvwatch.HandlerOf(w.bindEpoch, h.OnEpoch),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *ShardsWatcher) AddHandlers(h ShardsHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindShard, h.OnShard),
+		kvwatchimpl.HandlerOf(w.bindReplica, h.OnReplica),
+		kvwatchimpl.HandlerOf(w.bindGlobal, h.OnGlobal),
+		kvwatchimpl.HandlerOf(w.bindEpoch, h.OnEpoch),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -405,10 +413,9 @@ func (w *ShardsWatcher) AddHandlers(h ShardsHandlers) (*kvwatch.Registration, er
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *ShardsWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindShard, w.bindReplica, w.bindGlobal, w.bindEpoch)
+	return w.impl.Events(ctx, w.bindShard, w.bindReplica, w.bindGlobal, w.bindEpoch)
 }
 
 // ShardsCheckpoint is the state of a ShardsWatcher at one revision: every
@@ -436,7 +443,7 @@ type ShardsCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return ShardsCheckpoint{}, err
 	}
@@ -444,28 +451,28 @@ func (w *ShardsWatcher) Checkpoint() (ShardsCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Shard:         kvwatch.EntriesOf(cp, &kvwShardsShardKind),
-		Replica:       kvwatch.EntriesOf(cp, &kvwShardsReplicaKind),
-		Global:        kvwatch.EntriesOf(cp, &kvwShardsGlobalKind),
-		Epoch:         kvwatch.EntriesOf(cp, &kvwShardsEpochKind),
+		Shard:         kvwatchimpl.EntriesOf(cp, &kvwShardsShardKind),
+		Replica:       kvwatchimpl.EntriesOf(cp, &kvwShardsReplicaKind),
+		Global:        kvwatchimpl.EntriesOf(cp, &kvwShardsGlobalKind),
+		Epoch:         kvwatchimpl.EntriesOf(cp, &kvwShardsEpochKind),
 	}, nil
 }
 
 // Resume is the option that starts a ShardsWatcher from cp: its caches are
 // filled with cp's entries and only what changed after cp.Revision is
-// delivered (see kvwatch.Resume for when it re-lists instead). The watcher
-// takes ownership of cp's entries.
+// delivered (Stats().Resume says whether it re-listed instead; see package
+// kvwatch, Resuming). The watcher takes ownership of cp's entries.
 func (cp ShardsCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwShardsShardKind, cp.Shard)
-	kvwatch.WithEntries(&state, &kvwShardsReplicaKind, cp.Replica)
-	kvwatch.WithEntries(&state, &kvwShardsGlobalKind, cp.Global)
-	kvwatch.WithEntries(&state, &kvwShardsEpochKind, cp.Epoch)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwShardsShardKind, cp.Shard)
+	kvwatchimpl.WithEntries(&state, &kvwShardsReplicaKind, cp.Replica)
+	kvwatchimpl.WithEntries(&state, &kvwShardsGlobalKind, cp.Global)
+	kvwatchimpl.WithEntries(&state, &kvwShardsEpochKind, cp.Epoch)
+	return kvwatchimpl.Resume(state)
 }
 
 // ShardsBucket reads and writes entries of bucket shards with typed keys and
@@ -477,11 +484,12 @@ type ShardsBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenShardsBucket opens bucket shards, or the bucket kvwatch.WithBucket
+// OpenShardsBucket opens bucket shards, or the bucket kvclient.WithBucketName
 // among opts names (shards-staging; an edge server's mirror, whose writes go
-// to the hub). Its List, Keys and History methods read through js.
-func OpenShardsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ShardsBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwShardsSpec, opts...)
+// to the hub). A missing bucket matches jetstream.ErrBucketNotFound. Its
+// List, Keys and History methods read through js.
+func OpenShardsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*ShardsBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwShardsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +502,7 @@ func OpenShardsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwat
 // NewShardsBucket wraps kv: bucket shards, or the bucket that holds its keys
 // under a name the environment gives it. Watch that bucket with
 // kvwatch.WithBucket. Its List, Keys and History methods need the JetStream
-// context (kvwatch.ErrNoJetStream): use OpenShardsBucket for them.
+// context (kvclient.ErrNoJetStream): use OpenShardsBucket for them.
 func NewShardsBucket(kv jetstream.KeyValue) *ShardsBucket {
 	return &ShardsBucket{kv: kv}
 }
@@ -506,7 +514,7 @@ func (b *ShardsBucket) KeyValue() jetstream.KeyValue {
 
 // PutShard stores v under key and returns the new revision.
 func (b *ShardsBucket) PutShard(ctx context.Context, key ShardKey, v string) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwShardsShardKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwShardsShardKind, key, v)
 }
 
 // CreateShard stores v under key only if key does not exist or was deleted,
@@ -514,7 +522,7 @@ func (b *ShardsBucket) PutShard(ctx context.Context, key ShardKey, v string) (ui
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ShardsBucket) CreateShard(ctx context.Context, key ShardKey, v string, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwShardsShardKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwShardsShardKind, key, v, opts...)
 }
 
 // UpdateShard stores v under key only if key is still at revision
@@ -522,68 +530,68 @@ func (b *ShardsBucket) CreateShard(ctx context.Context, key ShardKey, v string, 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyShard retries such
 // conflicts for you.
 func (b *ShardsBucket) UpdateShard(ctx context.Context, key ShardKey, v string, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwShardsShardKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwShardsShardKind, key, v, revision)
 }
 
 // ModifyShard reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ShardsBucket) ModifyShard(ctx context.Context, key ShardKey, fn func(*string) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwShardsShardKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ShardsBucket) ModifyShard(ctx context.Context, key ShardKey, fn func(*string) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwShardsShardKind, key, fn, opts...)
 }
 
 // GetShard reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetShard(ctx context.Context, key ShardKey) (kvwatch.Item[string], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwShardsShardKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwShardsShardKind, key)
 }
 
 // GetShardRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetShardRevision(ctx context.Context, key ShardKey, revision uint64) (kvwatch.Item[string], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsShardKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwShardsShardKind, key, revision)
 }
 
 // DeleteShard deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ShardsBucket) DeleteShard(ctx context.Context, key ShardKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsShardKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwShardsShardKind, key, opts...)
 }
 
 // PurgeShard deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ShardsBucket) PurgeShard(ctx context.Context, key ShardKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwShardsShardKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwShardsShardKind, key, opts...)
 }
 
 // ShardHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ShardsBucket) ShardHistory(ctx context.Context, key ShardKey) ([]kvwatch.HistoryEntry[string], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsShardKind, key)
+func (b *ShardsBucket) ShardHistory(ctx context.Context, key ShardKey) ([]kvclient.HistoryEntry[string], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwShardsShardKind, key)
 }
 
 // ListShard reads the Shard entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ShardsBucket) ListShard(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[ShardKey, string], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsShardKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsShardKind, scopes.KVWatchScopes())
 }
 
 // ShardKeys reads the keys of the Shard entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ShardsBucket) ShardKeys(ctx context.Context, scopes ShardsScopes) ([]ShardKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsShardKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsShardKind, scopes.KVWatchScopes())
 }
 
 // PutReplica stores v under key and returns the new revision.
 func (b *ShardsBucket) PutReplica(ctx context.Context, key ReplicaKey, v Replica) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwShardsReplicaKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwShardsReplicaKind, key, v)
 }
 
 // CreateReplica stores v under key only if key does not exist or was deleted,
@@ -591,7 +599,7 @@ func (b *ShardsBucket) PutReplica(ctx context.Context, key ReplicaKey, v Replica
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ShardsBucket) CreateReplica(ctx context.Context, key ReplicaKey, v Replica, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwShardsReplicaKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwShardsReplicaKind, key, v, opts...)
 }
 
 // UpdateReplica stores v under key only if key is still at revision
@@ -599,68 +607,68 @@ func (b *ShardsBucket) CreateReplica(ctx context.Context, key ReplicaKey, v Repl
 // matches jetstream.ErrKeyRevisionMismatch. ModifyReplica retries such
 // conflicts for you.
 func (b *ShardsBucket) UpdateReplica(ctx context.Context, key ReplicaKey, v Replica, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwShardsReplicaKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwShardsReplicaKind, key, v, revision)
 }
 
 // ModifyReplica reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ShardsBucket) ModifyReplica(ctx context.Context, key ReplicaKey, fn func(*Replica) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwShardsReplicaKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ShardsBucket) ModifyReplica(ctx context.Context, key ReplicaKey, fn func(*Replica) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwShardsReplicaKind, key, fn, opts...)
 }
 
 // GetReplica reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetReplica(ctx context.Context, key ReplicaKey) (kvwatch.Item[Replica], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwShardsReplicaKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwShardsReplicaKind, key)
 }
 
 // GetReplicaRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetReplicaRevision(ctx context.Context, key ReplicaKey, revision uint64) (kvwatch.Item[Replica], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsReplicaKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwShardsReplicaKind, key, revision)
 }
 
 // DeleteReplica deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ShardsBucket) DeleteReplica(ctx context.Context, key ReplicaKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsReplicaKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwShardsReplicaKind, key, opts...)
 }
 
 // PurgeReplica deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ShardsBucket) PurgeReplica(ctx context.Context, key ReplicaKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwShardsReplicaKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwShardsReplicaKind, key, opts...)
 }
 
 // ReplicaHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ShardsBucket) ReplicaHistory(ctx context.Context, key ReplicaKey) ([]kvwatch.HistoryEntry[Replica], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsReplicaKind, key)
+func (b *ShardsBucket) ReplicaHistory(ctx context.Context, key ReplicaKey) ([]kvclient.HistoryEntry[Replica], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwShardsReplicaKind, key)
 }
 
 // ListReplica reads the Replica entries within scopes, sorted by key, without
-// a consumer: exact as of the revision returned (see kvwatch.List; an entry
-// that does not decode is reported in the error, the others returned).
+// a consumer: exact as of the revision returned (see package kvclient; an
+// entry that does not decode is reported in the error, the others returned).
 func (b *ShardsBucket) ListReplica(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[ReplicaKey, Replica], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsReplicaKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsReplicaKind, scopes.KVWatchScopes())
 }
 
 // ReplicaKeys reads the keys of the Replica entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ShardsBucket) ReplicaKeys(ctx context.Context, scopes ShardsScopes) ([]ReplicaKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsReplicaKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsReplicaKind, scopes.KVWatchScopes())
 }
 
 // PutGlobal stores v under key and returns the new revision.
 func (b *ShardsBucket) PutGlobal(ctx context.Context, key GlobalKey, v Replica) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwShardsGlobalKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwShardsGlobalKind, key, v)
 }
 
 // CreateGlobal stores v under key only if key does not exist or was deleted,
@@ -668,7 +676,7 @@ func (b *ShardsBucket) PutGlobal(ctx context.Context, key GlobalKey, v Replica) 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ShardsBucket) CreateGlobal(ctx context.Context, key GlobalKey, v Replica, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwShardsGlobalKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwShardsGlobalKind, key, v, opts...)
 }
 
 // UpdateGlobal stores v under key only if key is still at revision
@@ -676,68 +684,68 @@ func (b *ShardsBucket) CreateGlobal(ctx context.Context, key GlobalKey, v Replic
 // matches jetstream.ErrKeyRevisionMismatch. ModifyGlobal retries such
 // conflicts for you.
 func (b *ShardsBucket) UpdateGlobal(ctx context.Context, key GlobalKey, v Replica, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwShardsGlobalKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwShardsGlobalKind, key, v, revision)
 }
 
 // ModifyGlobal reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ShardsBucket) ModifyGlobal(ctx context.Context, key GlobalKey, fn func(*Replica) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwShardsGlobalKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ShardsBucket) ModifyGlobal(ctx context.Context, key GlobalKey, fn func(*Replica) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwShardsGlobalKind, key, fn, opts...)
 }
 
 // GetGlobal reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetGlobal(ctx context.Context, key GlobalKey) (kvwatch.Item[Replica], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwShardsGlobalKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwShardsGlobalKind, key)
 }
 
 // GetGlobalRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetGlobalRevision(ctx context.Context, key GlobalKey, revision uint64) (kvwatch.Item[Replica], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsGlobalKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwShardsGlobalKind, key, revision)
 }
 
 // DeleteGlobal deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ShardsBucket) DeleteGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsGlobalKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwShardsGlobalKind, key, opts...)
 }
 
 // PurgeGlobal deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ShardsBucket) PurgeGlobal(ctx context.Context, key GlobalKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwShardsGlobalKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwShardsGlobalKind, key, opts...)
 }
 
 // GlobalHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ShardsBucket) GlobalHistory(ctx context.Context, key GlobalKey) ([]kvwatch.HistoryEntry[Replica], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsGlobalKind, key)
+func (b *ShardsBucket) GlobalHistory(ctx context.Context, key GlobalKey) ([]kvclient.HistoryEntry[Replica], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwShardsGlobalKind, key)
 }
 
 // ListGlobal reads the Global entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ShardsBucket) ListGlobal(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[GlobalKey, Replica], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsGlobalKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsGlobalKind, scopes.KVWatchScopes())
 }
 
 // GlobalKeys reads the keys of the Global entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ShardsBucket) GlobalKeys(ctx context.Context, scopes ShardsScopes) ([]GlobalKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsGlobalKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsGlobalKind, scopes.KVWatchScopes())
 }
 
 // PutEpoch stores v under key and returns the new revision.
 func (b *ShardsBucket) PutEpoch(ctx context.Context, key EpochKey, v uint64) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwShardsEpochKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwShardsEpochKind, key, v)
 }
 
 // CreateEpoch stores v under key only if key does not exist or was deleted,
@@ -745,7 +753,7 @@ func (b *ShardsBucket) PutEpoch(ctx context.Context, key EpochKey, v uint64) (ui
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ShardsBucket) CreateEpoch(ctx context.Context, key EpochKey, v uint64, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwShardsEpochKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwShardsEpochKind, key, v, opts...)
 }
 
 // UpdateEpoch stores v under key only if key is still at revision
@@ -753,83 +761,84 @@ func (b *ShardsBucket) CreateEpoch(ctx context.Context, key EpochKey, v uint64, 
 // matches jetstream.ErrKeyRevisionMismatch. ModifyEpoch retries such
 // conflicts for you.
 func (b *ShardsBucket) UpdateEpoch(ctx context.Context, key EpochKey, v uint64, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwShardsEpochKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwShardsEpochKind, key, v, revision)
 }
 
 // ModifyEpoch reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ShardsBucket) ModifyEpoch(ctx context.Context, key EpochKey, fn func(*uint64) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwShardsEpochKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ShardsBucket) ModifyEpoch(ctx context.Context, key EpochKey, fn func(*uint64) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwShardsEpochKind, key, fn, opts...)
 }
 
 // GetEpoch reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetEpoch(ctx context.Context, key EpochKey) (kvwatch.Item[uint64], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwShardsEpochKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwShardsEpochKind, key)
 }
 
 // GetEpochRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ShardsBucket) GetEpochRevision(ctx context.Context, key EpochKey, revision uint64) (kvwatch.Item[uint64], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwShardsEpochKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwShardsEpochKind, key, revision)
 }
 
 // DeleteEpoch deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *ShardsBucket) DeleteEpoch(ctx context.Context, key EpochKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwShardsEpochKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwShardsEpochKind, key, opts...)
 }
 
 // PurgeEpoch deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ShardsBucket) PurgeEpoch(ctx context.Context, key EpochKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwShardsEpochKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwShardsEpochKind, key, opts...)
 }
 
 // EpochHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ShardsBucket) EpochHistory(ctx context.Context, key EpochKey) ([]kvwatch.HistoryEntry[uint64], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwShardsEpochKind, key)
+func (b *ShardsBucket) EpochHistory(ctx context.Context, key EpochKey) ([]kvclient.HistoryEntry[uint64], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwShardsEpochKind, key)
 }
 
 // ListEpoch reads the Epoch entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ShardsBucket) ListEpoch(ctx context.Context, scopes ShardsScopes) ([]kvwatch.Entry[EpochKey, uint64], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsEpochKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsEpochKind, scopes.KVWatchScopes())
 }
 
 // EpochKeys reads the keys of the Epoch entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *ShardsBucket) EpochKeys(ctx context.Context, scopes ShardsScopes) ([]EpochKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsEpochKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwShardsSpec, &kvwShardsEpochKind, scopes.KVWatchScopes())
 }
 
 // ShardsBatch collects writes to bucket shards that Commit stores atomically:
 // all at consecutive revisions, or none (nats-server 2.12+, on a stream that
 // allows atomic batches). A watcher's caches take a committed batch at once:
-// no reader sees part of it (see kvwatch.Batch for what is not atomic). Its
-// methods return the batch, to chain; a key or value that cannot be written
-// fails Commit, which then sends nothing. Not safe for concurrent use.
+// no reader sees part of it (see package kvclient for what is not atomic).
+// Its methods return the batch, to chain; a key or value that cannot be
+// written fails Commit, which then sends nothing. Not safe for concurrent
+// use.
 type ShardsBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see ShardsBatch).
 func (b *ShardsBucket) Batch() *ShardsBatch {
-	return &ShardsBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &ShardsBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutShard adds a put of v under key.
 func (t *ShardsBatch) PutShard(key ShardKey, v string) *ShardsBatch {
-	kvwatch.BatchPut(t.b, &kvwShardsShardKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwShardsShardKind, key, v)
 	return t
 }
 
@@ -837,25 +846,25 @@ func (t *ShardsBatch) PutShard(key ShardKey, v string) *ShardsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ShardsBatch) UpdateShard(key ShardKey, v string, revision uint64) *ShardsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwShardsShardKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwShardsShardKind, key, v, revision)
 	return t
 }
 
 // DeleteShard adds a delete of key.
 func (t *ShardsBatch) DeleteShard(key ShardKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsShardKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsShardKind, key, false)
 	return t
 }
 
 // PurgeShard adds a purge of key (its history too).
 func (t *ShardsBatch) PurgeShard(key ShardKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsShardKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsShardKind, key, true)
 	return t
 }
 
 // PutReplica adds a put of v under key.
 func (t *ShardsBatch) PutReplica(key ReplicaKey, v Replica) *ShardsBatch {
-	kvwatch.BatchPut(t.b, &kvwShardsReplicaKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwShardsReplicaKind, key, v)
 	return t
 }
 
@@ -863,25 +872,25 @@ func (t *ShardsBatch) PutReplica(key ReplicaKey, v Replica) *ShardsBatch {
 // at revision (0: only if key does not exist); otherwise nothing of the batch
 // is stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ShardsBatch) UpdateReplica(key ReplicaKey, v Replica, revision uint64) *ShardsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwShardsReplicaKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwShardsReplicaKind, key, v, revision)
 	return t
 }
 
 // DeleteReplica adds a delete of key.
 func (t *ShardsBatch) DeleteReplica(key ReplicaKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsReplicaKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsReplicaKind, key, false)
 	return t
 }
 
 // PurgeReplica adds a purge of key (its history too).
 func (t *ShardsBatch) PurgeReplica(key ReplicaKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsReplicaKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsReplicaKind, key, true)
 	return t
 }
 
 // PutGlobal adds a put of v under key.
 func (t *ShardsBatch) PutGlobal(key GlobalKey, v Replica) *ShardsBatch {
-	kvwatch.BatchPut(t.b, &kvwShardsGlobalKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwShardsGlobalKind, key, v)
 	return t
 }
 
@@ -889,25 +898,25 @@ func (t *ShardsBatch) PutGlobal(key GlobalKey, v Replica) *ShardsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ShardsBatch) UpdateGlobal(key GlobalKey, v Replica, revision uint64) *ShardsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwShardsGlobalKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwShardsGlobalKind, key, v, revision)
 	return t
 }
 
 // DeleteGlobal adds a delete of key.
 func (t *ShardsBatch) DeleteGlobal(key GlobalKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsGlobalKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsGlobalKind, key, false)
 	return t
 }
 
 // PurgeGlobal adds a purge of key (its history too).
 func (t *ShardsBatch) PurgeGlobal(key GlobalKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsGlobalKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsGlobalKind, key, true)
 	return t
 }
 
 // PutEpoch adds a put of v under key.
 func (t *ShardsBatch) PutEpoch(key EpochKey, v uint64) *ShardsBatch {
-	kvwatch.BatchPut(t.b, &kvwShardsEpochKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwShardsEpochKind, key, v)
 	return t
 }
 
@@ -915,26 +924,26 @@ func (t *ShardsBatch) PutEpoch(key EpochKey, v uint64) *ShardsBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ShardsBatch) UpdateEpoch(key EpochKey, v uint64, revision uint64) *ShardsBatch {
-	kvwatch.BatchUpdate(t.b, &kvwShardsEpochKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwShardsEpochKind, key, v, revision)
 	return t
 }
 
 // DeleteEpoch adds a delete of key.
 func (t *ShardsBatch) DeleteEpoch(key EpochKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsEpochKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsEpochKind, key, false)
 	return t
 }
 
 // PurgeEpoch adds a purge of key (its history too).
 func (t *ShardsBatch) PurgeEpoch(key EpochKey) *ShardsBatch {
-	kvwatch.BatchDelete(t.b, &kvwShardsEpochKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwShardsEpochKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewShardsBucket rather than OpenShardsBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewShardsBucket rather than OpenShardsBucket.
 func (t *ShardsBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -944,18 +953,18 @@ func (t *ShardsBatch) Commit(ctx context.Context) (uint64, error) {
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
 // unlimited, storage file, replicas 1, max_consumers
-// kvwatch.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches false,
-// description none).
+// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
+// false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateShardsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ShardsBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwShardsSpec, opts...)
+func CreateOrUpdateShardsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*ShardsBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwShardsSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package anchors
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,10 +79,10 @@ type AScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s AScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s AScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	for _, v := range s.Item {
-		out.Values = append(out.Values, kvwatch.ScopeValue{
+		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
 			Params: []string{v},
 		})
@@ -114,16 +115,17 @@ type AHandlers struct {
 
 // AWatcher watches bucket a within a set of scopes, served by at most one
 // consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type AWatcher struct {
-	*kvwatch.Watcher
-	bindItem *kvwatch.Binding[ItemKey, Thing]
+	kvwatch.Watcher
+	impl     *kvwatchimpl.Watcher
+	bindItem *kvwatchimpl.Binding[ItemKey, Thing]
 }
 
 // ItemCache returns the read-only cache of the Item entries in the watcher's
 // scopes: exact once the watcher is synced, updated before each handler call.
-func (w *AWatcher) ItemCache() *kvwatch.Cache[ItemKey, Thing] {
+func (w *AWatcher) ItemCache() kvwatch.Cache[ItemKey, Thing] {
 	return w.bindItem.Cache()
 }
 
@@ -133,14 +135,15 @@ func (w *AWatcher) ItemCache() *kvwatch.Cache[ItemKey, Thing] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchA(ctx context.Context, js jetstream.JetStream, scopes AScopes, h AHandlers, opts ...kvwatch.Option) (*AWatcher, error) {
-	bindItem := kvwatch.Bind(&kvwAItemKind, h.OnItem)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwASpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindItem}, opts...)
+	bindItem := kvwatchimpl.Bind(&kvwAItemKind, h.OnItem)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwASpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindItem}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &AWatcher{
 		Watcher:  w,
+		impl:     w,
 		bindItem: bindItem,
 	}, nil
 }
@@ -148,11 +151,11 @@ func WatchA(ctx context.Context, js jetstream.JetStream, scopes AScopes, h AHand
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *AWatcher) SetScopes(ctx context.Context, scopes AScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -162,11 +165,16 @@ func (w *AWatcher) SetScopes(ctx context.Context, scopes AScopes) error {
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *AWatcher) AddHandlers(h AHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindItem, h.OnItem),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *AWatcher) AddHandlers(h AHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindItem, h.OnItem),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -175,10 +183,9 @@ func (w *AWatcher) AddHandlers(h AHandlers) (*kvwatch.Registration, error) {
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *AWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindItem)
+	return w.impl.Events(ctx, w.bindItem)
 }
 
 // ACheckpoint is the state of an AWatcher at one revision: every cached
@@ -200,7 +207,7 @@ type ACheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return ACheckpoint{}, err
 	}
@@ -208,22 +215,22 @@ func (w *AWatcher) Checkpoint() (ACheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Item:          kvwatch.EntriesOf(cp, &kvwAItemKind),
+		Item:          kvwatchimpl.EntriesOf(cp, &kvwAItemKind),
 	}, nil
 }
 
 // Resume is the option that starts an AWatcher from cp: its caches are filled
-// with cp's entries and only what changed after cp.Revision is delivered (see
-// kvwatch.Resume for when it re-lists instead). The watcher takes ownership
-// of cp's entries.
+// with cp's entries and only what changed after cp.Revision is delivered
+// (Stats().Resume says whether it re-listed instead; see package kvwatch,
+// Resuming). The watcher takes ownership of cp's entries.
 func (cp ACheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwAItemKind, cp.Item)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwAItemKind, cp.Item)
+	return kvwatchimpl.Resume(state)
 }
 
 // ABucket reads and writes entries of bucket a with typed keys and values.
@@ -235,11 +242,12 @@ type ABucket struct {
 	js jetstream.JetStream
 }
 
-// OpenABucket opens bucket a, or the bucket kvwatch.WithBucket among opts
-// names (a-staging; an edge server's mirror, whose writes go to the hub). Its
-// List, Keys and History methods read through js.
-func OpenABucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*ABucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwASpec, opts...)
+// OpenABucket opens bucket a, or the bucket kvclient.WithBucketName among
+// opts names (a-staging; an edge server's mirror, whose writes go to the
+// hub). A missing bucket matches jetstream.ErrBucketNotFound. Its List, Keys
+// and History methods read through js.
+func OpenABucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*ABucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwASpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +260,7 @@ func OpenABucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Op
 // NewABucket wraps kv: bucket a, or the bucket that holds its keys under a
 // name the environment gives it. Watch that bucket with kvwatch.WithBucket.
 // Its List, Keys and History methods need the JetStream context
-// (kvwatch.ErrNoJetStream): use OpenABucket for them.
+// (kvclient.ErrNoJetStream): use OpenABucket for them.
 func NewABucket(kv jetstream.KeyValue) *ABucket {
 	return &ABucket{kv: kv}
 }
@@ -264,7 +272,7 @@ func (b *ABucket) KeyValue() jetstream.KeyValue {
 
 // PutItem stores v under key and returns the new revision.
 func (b *ABucket) PutItem(ctx context.Context, key ItemKey, v Thing) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwAItemKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwAItemKind, key, v)
 }
 
 // CreateItem stores v under key only if key does not exist or was deleted,
@@ -272,7 +280,7 @@ func (b *ABucket) PutItem(ctx context.Context, key ItemKey, v Thing) (uint64, er
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *ABucket) CreateItem(ctx context.Context, key ItemKey, v Thing, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwAItemKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwAItemKind, key, v, opts...)
 }
 
 // UpdateItem stores v under key only if key is still at revision
@@ -280,82 +288,82 @@ func (b *ABucket) CreateItem(ctx context.Context, key ItemKey, v Thing, opts ...
 // matches jetstream.ErrKeyRevisionMismatch. ModifyItem retries such conflicts
 // for you.
 func (b *ABucket) UpdateItem(ctx context.Context, key ItemKey, v Thing, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwAItemKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwAItemKind, key, v, revision)
 }
 
 // ModifyItem reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *ABucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*Thing) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwAItemKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *ABucket) ModifyItem(ctx context.Context, key ItemKey, fn func(*Thing) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwAItemKind, key, fn, opts...)
 }
 
 // GetItem reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *ABucket) GetItem(ctx context.Context, key ItemKey) (kvwatch.Item[Thing], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwAItemKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwAItemKind, key)
 }
 
 // GetItemRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *ABucket) GetItemRevision(ctx context.Context, key ItemKey, revision uint64) (kvwatch.Item[Thing], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwAItemKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwAItemKind, key, revision)
 }
 
 // DeleteItem deletes key; watchers see a delete event. jetstream.LastRevision
 // among opts deletes only if key is still at that revision.
 func (b *ABucket) DeleteItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwAItemKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwAItemKind, key, opts...)
 }
 
 // PurgeItem deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *ABucket) PurgeItem(ctx context.Context, key ItemKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwAItemKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwAItemKind, key, opts...)
 }
 
 // ItemHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *ABucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvwatch.HistoryEntry[Thing], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwAItemKind, key)
+func (b *ABucket) ItemHistory(ctx context.Context, key ItemKey) ([]kvclient.HistoryEntry[Thing], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwAItemKind, key)
 }
 
 // ListItem reads the Item entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *ABucket) ListItem(ctx context.Context, scopes AScopes) ([]kvwatch.Entry[ItemKey, Thing], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwASpec, &kvwAItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwASpec, &kvwAItemKind, scopes.KVWatchScopes())
 }
 
 // ItemKeys reads the keys of the Item entries within scopes, sorted, without
 // a consumer: exact as of the revision returned.
 func (b *ABucket) ItemKeys(ctx context.Context, scopes AScopes) ([]ItemKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwASpec, &kvwAItemKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwASpec, &kvwAItemKind, scopes.KVWatchScopes())
 }
 
 // ABatch collects writes to bucket a that Commit stores atomically: all at
 // consecutive revisions, or none (nats-server 2.12+, on a stream that allows
 // atomic batches). A watcher's caches take a committed batch at once: no
-// reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// reader sees part of it (see package kvclient for what is not atomic). Its
 // methods return the batch, to chain; a key or value that cannot be written
 // fails Commit, which then sends nothing. Not safe for concurrent use.
 type ABatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see ABatch).
 func (b *ABucket) Batch() *ABatch {
-	return &ABatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &ABatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutItem adds a put of v under key.
 func (t *ABatch) PutItem(key ItemKey, v Thing) *ABatch {
-	kvwatch.BatchPut(t.b, &kvwAItemKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwAItemKind, key, v)
 	return t
 }
 
@@ -363,26 +371,26 @@ func (t *ABatch) PutItem(key ItemKey, v Thing) *ABatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *ABatch) UpdateItem(key ItemKey, v Thing, revision uint64) *ABatch {
-	kvwatch.BatchUpdate(t.b, &kvwAItemKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwAItemKind, key, v, revision)
 	return t
 }
 
 // DeleteItem adds a delete of key.
 func (t *ABatch) DeleteItem(key ItemKey) *ABatch {
-	kvwatch.BatchDelete(t.b, &kvwAItemKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwAItemKind, key, false)
 	return t
 }
 
 // PurgeItem adds a purge of key (its history too).
 func (t *ABatch) PurgeItem(key ItemKey) *ABatch {
-	kvwatch.BatchDelete(t.b, &kvwAItemKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwAItemKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewABucket rather than OpenABucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewABucket rather than OpenABucket.
 func (t *ABatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -391,18 +399,18 @@ func (t *ABatch) Commit(ctx context.Context) (uint64, error) {
 // declares, or updates the existing bucket to it, and returns its client. The
 // schema declares no configuration: every setting takes its default (history
 // 1, ttl none, max_value_size unlimited, max_bytes unlimited, storage file,
-// replicas 1, max_consumers kvwatch.DefaultMaxConsumers, limit_marker_ttl
+// replicas 1, max_consumers kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl
 // none, atomic_batches false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateABucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*ABucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwASpec, opts...)
+func CreateOrUpdateABucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*ABucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwASpec, opts...)
 	if err != nil {
 		return nil, err
 	}

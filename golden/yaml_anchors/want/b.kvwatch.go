@@ -4,6 +4,7 @@ package anchors
 
 import (
 	"context"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,8 +74,8 @@ type BScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s BScopes) KVWatchScopes() kvwatch.Scopes {
-	out := kvwatch.Scopes{All: s.All}
+func (s BScopes) KVWatchScopes() kvwatchimpl.Scopes {
+	out := kvwatchimpl.Scopes{All: s.All}
 	return out
 }
 
@@ -103,17 +104,18 @@ type BHandlers struct {
 
 // BWatcher watches bucket b within a set of scopes, served by at most one
 // consumer at any moment however many scopes and kinds it covers. The
-// embedded *kvwatch.Watcher provides WaitSynced, Synced, Stats, Err, Done and
-// Stop. Its methods are safe for concurrent use.
+// embedded kvwatch.Watcher provides WaitSynced, WaitRevision, Synced, Stats,
+// Err, Done and Stop. Its methods are safe for concurrent use.
 type BWatcher struct {
-	*kvwatch.Watcher
-	bindOther *kvwatch.Binding[OtherKey, Thing]
+	kvwatch.Watcher
+	impl      *kvwatchimpl.Watcher
+	bindOther *kvwatchimpl.Binding[OtherKey, Thing]
 }
 
 // OtherCache returns the read-only cache of the Other entries in the
 // watcher's scopes: exact once the watcher is synced, updated before each
 // handler call.
-func (w *BWatcher) OtherCache() *kvwatch.Cache[OtherKey, Thing] {
+func (w *BWatcher) OtherCache() kvwatch.Cache[OtherKey, Thing] {
 	return w.bindOther.Cache()
 }
 
@@ -123,14 +125,15 @@ func (w *BWatcher) OtherCache() *kvwatch.Cache[OtherKey, Thing] {
 // scopes watch nothing, with no consumer. ctx bounds the whole watch:
 // cancelling it stops the watcher like Stop does.
 func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHandlers, opts ...kvwatch.Option) (*BWatcher, error) {
-	bindOther := kvwatch.Bind(&kvwBOtherKind, h.OnOther)
-	opts = append([]kvwatch.Option{kvwatch.OnSynced(h.OnSynced), kvwatch.OnError(h.OnError)}, opts...)
-	w, err := kvwatch.Start(ctx, js, &kvwBSpec, scopes.KVWatchScopes(), []kvwatch.AnyBinding{bindOther}, opts...)
+	bindOther := kvwatchimpl.Bind(&kvwBOtherKind, h.OnOther)
+	opts = append([]kvwatch.Option{kvwatchimpl.OnSynced(h.OnSynced), kvwatchimpl.OnError(h.OnError)}, opts...)
+	w, err := kvwatchimpl.Start(ctx, js, &kvwBSpec, scopes.KVWatchScopes(), []kvwatchimpl.AnyBinding{bindOther}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &BWatcher{
 		Watcher:   w,
+		impl:      w,
 		bindOther: bindOther,
 	}, nil
 }
@@ -138,11 +141,11 @@ func WatchB(ctx context.Context, js jetstream.JetStream, scopes BScopes, h BHand
 // SetScopes changes what the watcher watches while it runs, still with one
 // consumer: keys of removed scopes are delivered as deletes with LeftScope
 // set, added scopes are read and delivered as initial events, and no change
-// is lost or delivered twice (see kvwatch.Watcher.SetScopes). It returns once
-// the change is applied and the caches are exact again, from anywhere: a
-// handler or an Events loop body too.
+// is lost or delivered twice. It returns once the change is applied and the
+// caches are exact again, from anywhere: a handler or an Events loop body
+// too.
 func (w *BWatcher) SetScopes(ctx context.Context, scopes BScopes) error {
-	return w.Watcher.SetScopes(ctx, scopes.KVWatchScopes())
+	return w.impl.SetScopes(ctx, scopes.KVWatchScopes())
 }
 
 // AddHandlers adds h to the running watcher, for another component of the
@@ -152,11 +155,16 @@ func (w *BWatcher) SetScopes(ctx context.Context, scopes BScopes) error {
 // already), on a goroutine of its own; its OnError receives its own handlers'
 // panics. Its events' values are its own copies. AddHandlers returns at once,
 // from anywhere; the registration's WaitSynced waits for it, Remove takes h
-// off again (see kvwatch.Registration).
-func (w *BWatcher) AddHandlers(h BHandlers) (*kvwatch.Registration, error) {
-	return w.Watcher.AddHandlers([]kvwatch.AnyHandler{
-		kvwatch.HandlerOf(w.bindOther, h.OnOther),
+// off again (see kvwatch.Registration). It fails only once the watch has
+// ended.
+func (w *BWatcher) AddHandlers(h BHandlers) (kvwatch.Registration, error) {
+	r, err := w.impl.AddHandlers([]kvwatchimpl.AnyHandler{
+		kvwatchimpl.HandlerOf(w.bindOther, h.OnOther),
 	}, h.OnSynced, h.OnError)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Events returns the watcher's events as an iterator, for a loop instead of
@@ -165,10 +173,9 @@ func (w *BWatcher) AddHandlers(h BHandlers) (*kvwatch.Registration, error) {
 // switch over the kinds' event types reads them. The body may call any method
 // of the watcher, Stop included. The watcher stops reading from the server
 // while the loop falls behind (nothing is lost); the loop ends when it
-// breaks, when ctx ends, at Stop, or when the watch ends (see
-// kvwatch.Watcher.Events).
+// breaks, when ctx ends, at Stop, or when the watch ends.
 func (w *BWatcher) Events(ctx context.Context) iter.Seq[kvwatch.AnyEvent] {
-	return w.Watcher.Events(ctx, w.bindOther)
+	return w.impl.Events(ctx, w.bindOther)
 }
 
 // BCheckpoint is the state of a BWatcher at one revision: every cached entry,
@@ -190,7 +197,7 @@ type BCheckpoint struct {
 // fails with kvwatch.ErrNotSynced before the watcher is synced. The entries
 // are copies the caller owns.
 func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
-	cp, err := w.Watcher.Checkpoint()
+	cp, err := w.impl.Checkpoint()
 	if err != nil {
 		return BCheckpoint{}, err
 	}
@@ -198,22 +205,22 @@ func (w *BWatcher) Checkpoint() (BCheckpoint, error) {
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
-		Other:         kvwatch.EntriesOf(cp, &kvwBOtherKind),
+		Other:         kvwatchimpl.EntriesOf(cp, &kvwBOtherKind),
 	}, nil
 }
 
 // Resume is the option that starts a BWatcher from cp: its caches are filled
-// with cp's entries and only what changed after cp.Revision is delivered (see
-// kvwatch.Resume for when it re-lists instead). The watcher takes ownership
-// of cp's entries.
+// with cp's entries and only what changed after cp.Revision is delivered
+// (Stats().Resume says whether it re-listed instead; see package kvwatch,
+// Resuming). The watcher takes ownership of cp's entries.
 func (cp BCheckpoint) Resume() kvwatch.Option {
-	state := kvwatch.Checkpoint{
+	state := kvwatchimpl.Checkpoint{
 		Revision:      cp.Revision,
 		Filters:       cp.Filters,
 		StreamCreated: cp.StreamCreated,
 	}
-	kvwatch.WithEntries(&state, &kvwBOtherKind, cp.Other)
-	return kvwatch.Resume(state)
+	kvwatchimpl.WithEntries(&state, &kvwBOtherKind, cp.Other)
+	return kvwatchimpl.Resume(state)
 }
 
 // BBucket reads and writes entries of bucket b with typed keys and values.
@@ -225,11 +232,12 @@ type BBucket struct {
 	js jetstream.JetStream
 }
 
-// OpenBBucket opens bucket b, or the bucket kvwatch.WithBucket among opts
-// names (b-staging; an edge server's mirror, whose writes go to the hub). Its
-// List, Keys and History methods read through js.
-func OpenBBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Option) (*BBucket, error) {
-	kv, err := kvwatch.OpenBucket(ctx, js, &kvwBSpec, opts...)
+// OpenBBucket opens bucket b, or the bucket kvclient.WithBucketName among
+// opts names (b-staging; an edge server's mirror, whose writes go to the
+// hub). A missing bucket matches jetstream.ErrBucketNotFound. Its List, Keys
+// and History methods read through js.
+func OpenBBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.OpenOption) (*BBucket, error) {
+	kv, err := kvwatchimpl.OpenBucket(ctx, js, &kvwBSpec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +250,7 @@ func OpenBBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.Op
 // NewBBucket wraps kv: bucket b, or the bucket that holds its keys under a
 // name the environment gives it. Watch that bucket with kvwatch.WithBucket.
 // Its List, Keys and History methods need the JetStream context
-// (kvwatch.ErrNoJetStream): use OpenBBucket for them.
+// (kvclient.ErrNoJetStream): use OpenBBucket for them.
 func NewBBucket(kv jetstream.KeyValue) *BBucket {
 	return &BBucket{kv: kv}
 }
@@ -254,7 +262,7 @@ func (b *BBucket) KeyValue() jetstream.KeyValue {
 
 // PutOther stores v under key and returns the new revision.
 func (b *BBucket) PutOther(ctx context.Context, key OtherKey, v Thing) (uint64, error) {
-	return kvwatch.Put(ctx, b.kv, &kvwBOtherKind, key, v)
+	return kvwatchimpl.Put(ctx, b.kv, &kvwBOtherKind, key, v)
 }
 
 // CreateOther stores v under key only if key does not exist or was deleted,
@@ -262,7 +270,7 @@ func (b *BBucket) PutOther(ctx context.Context, key OtherKey, v Thing) (uint64, 
 // jetstream.ErrKeyExists. jetstream.KeyTTL among opts gives the entry a time
 // to live (a bucket with a limit marker TTL).
 func (b *BBucket) CreateOther(ctx context.Context, key OtherKey, v Thing, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	return kvwatch.Create(ctx, b.kv, &kvwBOtherKind, key, v, opts...)
+	return kvwatchimpl.Create(ctx, b.kv, &kvwBOtherKind, key, v, opts...)
 }
 
 // UpdateOther stores v under key only if key is still at revision
@@ -270,83 +278,83 @@ func (b *BBucket) CreateOther(ctx context.Context, key OtherKey, v Thing, opts .
 // matches jetstream.ErrKeyRevisionMismatch. ModifyOther retries such
 // conflicts for you.
 func (b *BBucket) UpdateOther(ctx context.Context, key OtherKey, v Thing, revision uint64) (uint64, error) {
-	return kvwatch.Update(ctx, b.kv, &kvwBOtherKind, key, v, revision)
+	return kvwatchimpl.Update(ctx, b.kv, &kvwBOtherKind, key, v, revision)
 }
 
 // ModifyOther reads key, lets fn change a copy of its value, and writes it
 // back if key is still at the revision read; on a conflict it reads again and
 // retries, with backoff, so that concurrent modifiers each apply their change
-// once (see kvwatch.Modify). It returns the revision written.
-// kvwatch.CreateIfAbsent among opts creates a missing key from the zero
-// value.
-func (b *BBucket) ModifyOther(ctx context.Context, key OtherKey, fn func(*Thing) error, opts ...kvwatch.ModifyOption) (uint64, error) {
-	return kvwatch.Modify(ctx, b.kv, &kvwBOtherKind, key, fn, opts...)
+// once (see package kvclient). It returns the revision written; fn returning
+// kvclient.ErrUnchanged writes nothing. kvclient.CreateIfAbsent among opts
+// creates a missing key from the zero value.
+func (b *BBucket) ModifyOther(ctx context.Context, key OtherKey, fn func(*Thing) error, opts ...kvclient.ModifyOption) (uint64, error) {
+	return kvwatchimpl.Modify(ctx, b.kv, &kvwBOtherKind, key, fn, opts...)
 }
 
 // GetOther reads the current value of key; a missing or deleted key is
 // jetstream.ErrKeyNotFound.
 func (b *BBucket) GetOther(ctx context.Context, key OtherKey) (kvwatch.Item[Thing], error) {
-	return kvwatch.Get(ctx, b.kv, &kvwBOtherKind, key)
+	return kvwatchimpl.Get(ctx, b.kv, &kvwBOtherKind, key)
 }
 
 // GetOtherRevision reads key as it was at revision; a revision that is not
 // key's, or a delete, is jetstream.ErrKeyNotFound.
 func (b *BBucket) GetOtherRevision(ctx context.Context, key OtherKey, revision uint64) (kvwatch.Item[Thing], error) {
-	return kvwatch.GetRevision(ctx, b.kv, &kvwBOtherKind, key, revision)
+	return kvwatchimpl.GetRevision(ctx, b.kv, &kvwBOtherKind, key, revision)
 }
 
 // DeleteOther deletes key; watchers see a delete event.
 // jetstream.LastRevision among opts deletes only if key is still at that
 // revision.
 func (b *BBucket) DeleteOther(ctx context.Context, key OtherKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Delete(ctx, b.kv, &kvwBOtherKind, key, opts...)
+	return kvwatchimpl.Delete(ctx, b.kv, &kvwBOtherKind, key, opts...)
 }
 
 // PurgeOther deletes key and its history; watchers see a purge event.
 // jetstream.LastRevision among opts purges only if key is still at that
 // revision; jetstream.PurgeTTL lets the purge marker expire.
 func (b *BBucket) PurgeOther(ctx context.Context, key OtherKey, opts ...jetstream.KVDeleteOpt) error {
-	return kvwatch.Purge(ctx, b.kv, &kvwBOtherKind, key, opts...)
+	return kvwatchimpl.Purge(ctx, b.kv, &kvwBOtherKind, key, opts...)
 }
 
 // OtherHistory reads every revision the bucket keeps of key, oldest first,
 // deletes and purges included, without a consumer; a key never written is
 // jetstream.ErrKeyNotFound.
-func (b *BBucket) OtherHistory(ctx context.Context, key OtherKey) ([]kvwatch.HistoryEntry[Thing], error) {
-	return kvwatch.History(ctx, b.js, b.kv, &kvwBOtherKind, key)
+func (b *BBucket) OtherHistory(ctx context.Context, key OtherKey) ([]kvclient.HistoryEntry[Thing], error) {
+	return kvwatchimpl.History(ctx, b.js, b.kv, &kvwBOtherKind, key)
 }
 
 // ListOther reads the Other entries within scopes, sorted by key, without a
-// consumer: exact as of the revision returned (see kvwatch.List; an entry
+// consumer: exact as of the revision returned (see package kvclient; an entry
 // that does not decode is reported in the error, the others returned).
 func (b *BBucket) ListOther(ctx context.Context, scopes BScopes) ([]kvwatch.Entry[OtherKey, Thing], uint64, error) {
-	return kvwatch.List(ctx, b.js, b.kv, &kvwBSpec, &kvwBOtherKind, scopes.KVWatchScopes())
+	return kvwatchimpl.List(ctx, b.js, b.kv, &kvwBSpec, &kvwBOtherKind, scopes.KVWatchScopes())
 }
 
 // OtherKeys reads the keys of the Other entries within scopes, sorted,
 // without a consumer: exact as of the revision returned.
 func (b *BBucket) OtherKeys(ctx context.Context, scopes BScopes) ([]OtherKey, uint64, error) {
-	return kvwatch.Keys(ctx, b.js, b.kv, &kvwBSpec, &kvwBOtherKind, scopes.KVWatchScopes())
+	return kvwatchimpl.Keys(ctx, b.js, b.kv, &kvwBSpec, &kvwBOtherKind, scopes.KVWatchScopes())
 }
 
 // BBatch collects writes to bucket b that Commit stores atomically: all at
 // consecutive revisions, or none (nats-server 2.12+, on a stream that allows
 // atomic batches). A watcher's caches take a committed batch at once: no
-// reader sees part of it (see kvwatch.Batch for what is not atomic). Its
+// reader sees part of it (see package kvclient for what is not atomic). Its
 // methods return the batch, to chain; a key or value that cannot be written
 // fails Commit, which then sends nothing. Not safe for concurrent use.
 type BBatch struct {
-	b *kvwatch.Batch
+	b *kvwatchimpl.Batch
 }
 
 // Batch starts an atomic batch of writes to the bucket (see BBatch).
 func (b *BBucket) Batch() *BBatch {
-	return &BBatch{b: kvwatch.NewBatch(b.js, b.kv)}
+	return &BBatch{b: kvwatchimpl.NewBatch(b.js, b.kv)}
 }
 
 // PutOther adds a put of v under key.
 func (t *BBatch) PutOther(key OtherKey, v Thing) *BBatch {
-	kvwatch.BatchPut(t.b, &kvwBOtherKind, key, v)
+	kvwatchimpl.BatchPut(t.b, &kvwBOtherKind, key, v)
 	return t
 }
 
@@ -354,26 +362,26 @@ func (t *BBatch) PutOther(key OtherKey, v Thing) *BBatch {
 // revision (0: only if key does not exist); otherwise nothing of the batch is
 // stored and Commit fails with jetstream.ErrKeyRevisionMismatch.
 func (t *BBatch) UpdateOther(key OtherKey, v Thing, revision uint64) *BBatch {
-	kvwatch.BatchUpdate(t.b, &kvwBOtherKind, key, v, revision)
+	kvwatchimpl.BatchUpdate(t.b, &kvwBOtherKind, key, v, revision)
 	return t
 }
 
 // DeleteOther adds a delete of key.
 func (t *BBatch) DeleteOther(key OtherKey) *BBatch {
-	kvwatch.BatchDelete(t.b, &kvwBOtherKind, key, false)
+	kvwatchimpl.BatchDelete(t.b, &kvwBOtherKind, key, false)
 	return t
 }
 
 // PurgeOther adds a purge of key (its history too).
 func (t *BBatch) PurgeOther(key OtherKey) *BBatch {
-	kvwatch.BatchDelete(t.b, &kvwBOtherKind, key, true)
+	kvwatchimpl.BatchDelete(t.b, &kvwBOtherKind, key, true)
 	return t
 }
 
 // Commit stores the batch atomically and returns the revision of its last
-// write. It fails with kvwatch.ErrBatchDisabled on a stream that does not
-// allow atomic batches, and with kvwatch.ErrNoJetStream on a bucket made with
-// NewBBucket rather than OpenBBucket.
+// write. It fails with kvclient.ErrBatchDisabled on a stream that does not
+// allow atomic batches, and with kvclient.ErrNoJetStream on a bucket made
+// with NewBBucket rather than OpenBBucket.
 func (t *BBatch) Commit(ctx context.Context) (uint64, error) {
 	return t.b.Commit(ctx)
 }
@@ -382,18 +390,18 @@ func (t *BBatch) Commit(ctx context.Context) (uint64, error) {
 // declares, or updates the existing bucket to it, and returns its client. The
 // schema declares no configuration: every setting takes its default (history
 // 1, ttl none, max_value_size unlimited, max_bytes unlimited, storage file,
-// replicas 1, max_consumers kvwatch.DefaultMaxConsumers, limit_marker_ttl
+// replicas 1, max_consumers kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl
 // none, atomic_batches false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
-// kvwatch.AllowDataLoss(), and a change of storage always is: a refusal
-// changes nothing, and its *kvwatch.BucketConfigError lists every setting
+// kvclient.AllowDataLoss(), and a change of storage always is: a refusal
+// changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
-func CreateOrUpdateBBucket(ctx context.Context, js jetstream.JetStream, opts ...kvwatch.BucketOption) (*BBucket, error) {
-	kv, err := kvwatch.CreateOrUpdateBucket(ctx, js, &kvwBSpec, opts...)
+func CreateOrUpdateBBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*BBucket, error) {
+	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwBSpec, opts...)
 	if err != nil {
 		return nil, err
 	}

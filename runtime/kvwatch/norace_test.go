@@ -1,7 +1,0 @@
-//go:build !race
-
-package kvwatch_test
-
-// raceDetector reports whether the tests run with -race, which slows the
-// client several times over on 2 cores.
-const raceDetector = false

@@ -1,0 +1,294 @@
+package kvwatchimpl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file is the watcher's one consumer, kept in order by the runtime:
+// an ephemeral pull consumer (no acks, one replica, memory storage)
+// filtered on the watcher's filters, recreated from the last revision
+// applied whenever its delivery breaks (a gap in its sequence, missed
+// heartbeats, a reconnect, the server deleting it). nats.go's
+// OrderedConsumer does the same, but waits a fixed 10 s for each creation
+// request: when the node lost was also the meta leader, a request sent
+// during the election is never answered, and recovery waits that out
+// (withdrawn for the tail: docs/design.md). Here each request waits only
+// as long as a creation can take (createTimeout) and is then sent again,
+// under the same name, which the server treats as the same consumer: a
+// request answered late creates nothing twice.
+
+// tailConsumer is the watcher's consumer on the server; the event
+// goroutine uses it.
+type tailConsumer struct {
+	w *Watcher
+	// prefix names this watcher's consumers: prefix_1, prefix_2, ...
+	// (one at a time), so that operators and tests can tell them apart.
+	prefix string
+	serial int
+	// gone holds consumers replaced but not yet deleted from the server:
+	// the next one is created only once they are (event goroutine only).
+	gone []string
+	// attempts is how many creation requests the last start took.
+	attempts int
+	// name is the consumer on the server now, "" when none; guarded by
+	// mu (Stats reads it).
+	mu   sync.Mutex
+	name string
+}
+
+func newTailConsumer(w *Watcher) *tailConsumer {
+	// NewInbox is "_INBOX." and a unique token (nuid), which is all a
+	// name needs.
+	return &tailConsumer{w: w, prefix: "kvw_" + strings.TrimPrefix(nats.NewInbox(), nats.InboxPrefix)}
+}
+
+// current returns the name of the consumer on the server, or "".
+func (c *tailConsumer) current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.name
+}
+
+// consumerStart is where a new consumer starts delivering.
+type consumerStart struct {
+	lastPerSubject bool   // the newest entry of every key, then changes
+	after          uint64 // otherwise, every entry after this revision
+}
+
+// start replaces the current consumer, if any, by one with filters,
+// starting where at says (asked again before each attempt: bridge may
+// have moved it): the old one is deleted first, then the new one
+// created, each request sent again until it is answered (see
+// createTimeout), so that the watcher never holds two, even when the old
+// one's server is gone and the meta leader with it (no deletion or
+// creation is answered until a new one is elected, which after a crash
+// takes several seconds). Between attempts bridge delivers what was
+// written meanwhile without a consumer. It returns once the new consumer
+// exists, the context ends, or on an error retrying cannot fix
+// (terminal, or a permissions violation behind a timeout).
+func (c *tailConsumer) start(ctx context.Context, filters []string, at func() consumerStart, bridge func()) (jetstream.Consumer, error) {
+	c.retire()
+	var name string
+	var from consumerStart
+	sent := false // a creation request for name went out
+	for attempt := 0; ; attempt++ {
+		if cur := at(); name == "" || cur != from {
+			// A consumer starts where the watcher is: a new position is a
+			// new consumer (the server refuses to move one), and the
+			// name tried before is deleted in case a late answer made it.
+			if sent {
+				c.gone = append(c.gone, name)
+			}
+			c.serial++
+			name, from, sent = c.prefix+"_"+strconv.Itoa(c.serial), cur, false
+		}
+		timeout := createTimeout(len(filters), attempt)
+		err := c.deleteGone(ctx, createTimeout(0, 0))
+		var cons jetstream.Consumer
+		if err == nil {
+			sent = true
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			cons, err = c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, c.config(name, filters, from))
+			cancel()
+		}
+		if err == nil {
+			c.mu.Lock()
+			c.name = name
+			c.mu.Unlock()
+			c.attempts = attempt + 1
+			return cons, nil
+		}
+		if ctx.Err() != nil {
+			if sent {
+				c.gone = append(c.gone, name) // a request in flight may still create it
+			}
+			return nil, ctx.Err()
+		}
+		err = c.w.consumerErr(err)
+		if perr := c.w.permissionError(); perr != nil || terminal(err) {
+			if sent {
+				c.gone = append(c.gone, name) // in case a late answer made it
+			}
+			if perr != nil {
+				return nil, perr
+			}
+			return nil, err
+		}
+		// A request that timed out is sent again at once: the server that
+		// should have answered it is gone (an election), or still working
+		// on it (the same name makes the retry the same consumer). A
+		// refusal (the stream's leader moving, JetStream not ready) waits
+		// a little first.
+		wait := time.Duration(0)
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
+		}
+		c.w.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.bucket),
+			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
+		bridge()
+		if !sleep(ctx, wait) {
+			if sent {
+				c.gone = append(c.gone, name)
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// config is the configuration of the consumer name.
+func (c *tailConsumer) config(name string, filters []string, at consumerStart) jetstream.ConsumerConfig {
+	cfg := jetstream.ConsumerConfig{
+		Name:              name,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: c.w.cfg.InactiveThreshold,
+		Replicas:          1,
+		MemoryStorage:     true,
+	}
+	if len(filters) == 1 {
+		cfg.FilterSubject = filters[0]
+	} else {
+		cfg.FilterSubjects = filters
+	}
+	switch {
+	case at.lastPerSubject:
+		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
+	case at.after == 0:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	default:
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = at.after + 1
+	}
+	return cfg
+}
+
+// retire marks the current consumer for deletion.
+func (c *tailConsumer) retire() {
+	c.mu.Lock()
+	name := c.name
+	c.name = ""
+	c.mu.Unlock()
+	if name != "" {
+		c.gone = append(c.gone, name)
+	}
+}
+
+// deleteGone deletes the retired consumers, each request waiting at most
+// timeout; it stops at the first that fails.
+func (c *tailConsumer) deleteGone(ctx context.Context, timeout time.Duration) error {
+	for len(c.gone) > 0 {
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		err := c.w.js.DeleteConsumer(dctx, c.w.stream, c.gone[0])
+		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("deleting the replaced consumer %s: %w", c.gone[0], err)
+		}
+		c.gone = c.gone[1:]
+	}
+	return nil
+}
+
+// createTimeout is how long attempt (0, 1, ...) of a consumer creation
+// request may take before it is sent again. The server checks every pair
+// of filters when it creates a consumer, estimated here at 55 ns a pair
+// (from BenchmarkCreateConsumerFilters: BENCHMARKS.md, Design decisions:
+// "consumer.go: creation cost O(F²) and createTimeout"), so the wait is
+// that cost twice over, on top of half a second for the request itself in
+// a busy cluster: a request that is not answered by then went to a server
+// that is gone (an election), and waiting longer only delays the next.
+// Each attempt after a timeout waits twice as long, up to ten times the
+// filters' cost (at least a second): a server slower than estimated (a
+// loaded machine, the race detector) gets its creation done, without the
+// wait growing for ever when no meta leader answers at all.
+func createTimeout(filters, attempt int) time.Duration {
+	pairs := time.Duration(filters) * time.Duration(filters) * 55 * time.Nanosecond
+	first := 500*time.Millisecond + 2*pairs
+	ceiling := min(max(time.Second, 10*pairs), maxCreateTimeout)
+	return max(min(first<<min(attempt, 6), ceiling), first)
+}
+
+// maxCreateTimeout bounds the wait for one creation request.
+const maxCreateTimeout = 30 * time.Second
+
+// delete removes the current consumer and the retired ones from the
+// server, waiting at most two seconds in all. A consumer that cannot be
+// deleted now (its server unreachable) is left to its inactive threshold.
+func (c *tailConsumer) delete() {
+	c.retire()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.deleteGone(ctx, 2*time.Second); err != nil {
+		c.w.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: deleting the consumer", slog.Any("error", err))
+		c.gone = nil
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// errConsumerBroken reports that the consumer's delivery broke and it must
+// be recreated from the last revision applied.
+type errConsumerBroken struct{ why string }
+
+func (e *errConsumerBroken) Error() string { return "kvwatch: consumer reset: " + e.why }
+
+// reconnects returns a channel that receives a value after each reconnect
+// of the watcher's connection, until stop is called: the consumer of an
+// R1 memory stream is gone after its server restarted, and waiting for two
+// missed heartbeats to find out would cost two seconds.
+func (w *Watcher) reconnects() (events <-chan struct{}, stop func()) {
+	nc := w.js.Conn()
+	status := nc.StatusChanged(nats.RECONNECTING, nats.CONNECTED)
+	out := make(chan struct{}, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		lost := false
+		for {
+			select {
+			case s, ok := <-status:
+				if !ok {
+					return
+				}
+				switch {
+				case s == nats.RECONNECTING:
+					lost = true
+				case s == nats.CONNECTED && lost:
+					lost = false
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			case <-done:
+				return
+			}
+		}
+	})
+	return out, func() {
+		close(done)
+		nc.RemoveStatusListener(status)
+		wg.Wait()
+	}
+}
