@@ -6,7 +6,7 @@
 //	kvwatchgen -version
 //
 // Exit status: 0 on success, 1 on schema errors or a failed check, 2 on
-// usage errors. See the README for the schema format.
+// usage errors. See docs/schema.md for the schema format.
 package main
 
 import (

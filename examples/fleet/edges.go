@@ -24,7 +24,7 @@ type edgeNodes struct {
 // hub holds, connects the example's node to edge1 and starts a node on
 // every other edge, watching amber and violet. Nodes' connections use
 // the local inbox prefix, which keeps their reply subscriptions on their
-// edge (README, Fleet scale).
+// edge (docs/fleet.md).
 func startEdgeNodes(ctx context.Context, topo *topology, hub jetstream.JetStream, out io.Writer) (*edgeNodes, error) {
 	s, err := hub.Stream(ctx, "KV_network")
 	if err != nil {

@@ -36,7 +36,7 @@ import (
 
 func main() {
 	serverURL := flag.String("server", "", "NATS server URL (default: start an embedded nats-server)")
-	edges := flag.Int("edges", 0, "start an embedded hub and this many edge servers holding KV mirrors, and watch on the first edge (README, Fleet scale)")
+	edges := flag.Int("edges", 0, "start an embedded hub and this many edge servers holding KV mirrors, and watch on the first edge (docs/fleet.md)")
 	flag.Parse()
 	log.SetFlags(0)
 	if err := run(*serverURL, *edges, os.Stdout); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // This file starts what the example runs on: one embedded nats-server, or
-// with -edges the topology of a large fleet (README, Fleet scale): a hub
+// with -edges the topology of a large fleet (docs/fleet.md): a hub
 // holding the bucket, and edge servers, leaf nodes of the hub with
 // JetStream domains of their own, each holding a mirror of the bucket
 // that the nodes connected to it watch.

@@ -17,7 +17,7 @@ import (
 
 // Microbenchmarks of the hot paths, with allocation counts:
 //
-//	go test ./runtime/kvwatch -run XXX -bench . -benchmem
+//	go test ./runtime/kvwatchimpl -run XXX -bench . -benchmem
 
 type benchKey struct{ VPC, ID string }
 

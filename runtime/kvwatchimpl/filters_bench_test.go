@@ -15,7 +15,7 @@ import (
 // the watcher's warning above 1,000 filters and WithMaxFilters (ns/op is
 // one creation; it grows with F², the server checking every pair):
 //
-//	go test ./runtime/kvwatch -run XXX -bench CreateConsumerFilters -benchtime 1x
+//	go test ./runtime/kvwatchimpl -run XXX -bench CreateConsumerFilters -benchtime 1x
 func BenchmarkCreateConsumerFilters(b *testing.B) {
 	js := kvwatchtest.JetStream(b)
 	kvwatchtest.Bucket(b, js, "network")

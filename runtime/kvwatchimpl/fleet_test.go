@@ -197,7 +197,7 @@ func TestMirrorWithoutDirectGet(t *testing.T) {
 
 // Watcher connections on an edge can use an inbox prefix that the edge's
 // leaf remote denies, so that nodes' reply subscriptions stay off the hub
-// (README, Fleet scale): the watcher syncs and follows the hub's writes.
+// (docs/fleet.md): the watcher syncs and follows the hub's writes.
 func TestWatchOnAnEdgeWithALocalInboxPrefix(t *testing.T) {
 	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{DenyImports: []string{"_LOCAL.>"}})
 	_, hub := f.ConnectHub(t)

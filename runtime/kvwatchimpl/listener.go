@@ -44,7 +44,7 @@ import (
 // event goroutine stops taking in more; it takes in more again once the
 // listener is down to half of it, so that neither side waits for the other
 // at every change. Enough for the two to overlap: the bulk of a backlog
-// waits on the server (README, Backpressure).
+// waits on the server (docs/watching.md, The runtime's contract).
 const maxQueued = 256
 
 // Listener states: what its goroutine (or loop) is doing, and whether it

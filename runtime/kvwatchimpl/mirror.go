@@ -14,7 +14,7 @@ import (
 )
 
 // This file is what a watcher knows of a bucket that is a mirror: an
-// edge server's copy of a hub's bucket (README, Fleet scale).
+// edge server's copy of a hub's bucket (docs/fleet.md).
 
 // validBucketName checks a bucket name given at run time (WithBucket) as
 // schema/ checks the schema's: a NATS KV bucket name.

@@ -30,7 +30,7 @@ func (w *Watcher) consumerErr(err error) error {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return fmt.Errorf("%w: %s (stream %s was deleted)", jetstream.ErrBucketNotFound, w.bucket, w.stream)
 	case errors.Is(err, nats.ErrPermissionViolation):
-		return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.bucket, err)
+		return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in docs/operations.md (Permissions)", w.bucket, err)
 	}
 	return fmt.Errorf("kvwatch: bucket %s: consumer: %w", w.bucket, err)
 }
@@ -87,12 +87,12 @@ func (w *Watcher) permissionError() error {
 	if !ok || !ok2 || !w.ownsSubject(subject) || subject == w.optionalSubject() {
 		return nil
 	}
-	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in the README (Permissions)", w.bucket, last)
+	return fmt.Errorf("kvwatch: bucket %s: %w: a watcher needs the permissions listed in docs/operations.md (Permissions)", w.bucket, last)
 }
 
 // optionalSubject is the one API subject a watcher can do without: the
 // stream message API, which seals catch-ups on streams without direct get
-// (README, Permissions). A refusal there is no reason to end any watch,
+// (docs/operations.md, Permissions). A refusal there is no reason to end any watch,
 // this watcher's or another's on the same connection.
 func (w *Watcher) optionalSubject() string {
 	return directget.APIPrefix(w.js) + "STREAM.MSG.GET." + w.stream

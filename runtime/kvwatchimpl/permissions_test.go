@@ -19,7 +19,7 @@ import (
 )
 
 // watcherPermissions are exactly the permissions a watcher of bucket
-// network needs, as the README lists them.
+// network needs, as docs/operations.md lists them.
 func watcherPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
@@ -80,8 +80,8 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	defer w2.Stop()
 	err = w2.WaitSynced(ctx)
-	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "README") || !strings.Contains(err.Error(), "DIRECT.GET") {
-		t.Fatalf("WaitSynced without direct get rights = %v, want a permissions violation naming the subject and pointing at the README", err)
+	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "docs/operations.md") || !strings.Contains(err.Error(), "DIRECT.GET") {
+		t.Fatalf("WaitSynced without direct get rights = %v, want a permissions violation naming the subject and pointing at docs/operations.md", err)
 	}
 }
 
@@ -117,7 +117,7 @@ func TestRefusedPullsEndTheWatch(t *testing.T) {
 
 // On a stream without direct get, the seal of a catch-up reads the
 // entries after the consumer's last one from the stream's message API
-// ($JS.API.STREAM.MSG.GET, listed in the README for that case only). A
+// ($JS.API.STREAM.MSG.GET, listed in docs/operations.md for that case only). A
 // user without that permission still syncs after one request timeout,
 // and the keys deleted while the watcher was away are reported gone; the
 // watch goes on.

@@ -219,7 +219,7 @@ func skippedWrites(hist *history, epoch int, key string, a, b uint64, reported m
 // key may be behind: a mirror copies its origin's messages in order, and
 // one its origin replaced before the mirror got to it is skipped, so the
 // mirror's state at a revision lacks it until the newer write arrives
-// (README, Fleet scale). A key is excused when its cached entry is an
+// (docs/fleet.md). A key is excused when its cached entry is an
 // earlier state of it (an older write of its, or absent) and the history
 // has a write of it after the revision: the one the mirror will bring.
 func stateDiff(hist *history, epoch int, cp kvwatchimpl.Checkpoint, skipped bool) []string {
@@ -300,7 +300,7 @@ func behind(hist *history, epoch int, rev uint64, key, cached string) bool {
 // registration's replay, the caches at its revision rev): the live tail
 // applies the stream in order, and an entry removed before the consumer
 // got to it is never delivered, so its key stays at an earlier state
-// until the write that removed it arrives (README, Watch guarantees, 4;
+// until the write that removed it arrives (docs/guarantees.md, 4;
 // Watcher.Checkpoint). On a bucket keeping one revision a key, any later
 // write removes it (behind); keeping more, only a later purge (its
 // rollup) or the per-key limit: then the key is behind and every write of

@@ -226,7 +226,7 @@ func clusterEnv(t *testing.T) *robustEnv {
 }
 
 // fleetEnv is a hub holding the bucket and an edge holding its mirror
-// (README, Fleet scale): writes go to the hub, watcher 0 watches the hub,
+// (docs/fleet.md): writes go to the hub, watcher 0 watches the hub,
 // the others the edge's mirror (which drops the batches' marks: watchers
 // there apply a batch entry by entry). Faults: the edge's link to the hub
 // cut for up to 3 s (the mirror notices an outage after 10 s of silence,

@@ -33,9 +33,9 @@ import (
 // events (Events), against their watchers' own events too
 // (robustness_shared_test.go).
 //
-//	go test ./runtime/kvwatch -run Robustness              # the short run, part of go test ./...
-//	go test ./runtime/kvwatch -run Robustness -soak 10m    # runs after runs, for 10 minutes
-//	go test ./runtime/kvwatch -run Robustness/cluster -robust.seed 42   # replays one run's choices
+//	go test ./runtime/kvwatchimpl -run Robustness              # the short run, part of go test ./...
+//	go test ./runtime/kvwatchimpl -run Robustness -soak 10m    # runs after runs, for 10 minutes
+//	go test ./runtime/kvwatchimpl -run Robustness/cluster -robust.seed 42   # replays one run's choices
 //
 // A seed fixes the run's choices (operations, faults, traffic); the
 // servers' timing is the machine's.
@@ -206,7 +206,7 @@ func (r *robustRun) pollConsumers(ctx context.Context) {
 
 // robustnessRun runs one seeded run of d on topo and checks it.
 func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Duration) robustReport {
-	t.Logf("seed %d (replay: go test ./runtime/kvwatch -run 'Robustness/%s' -robust.seed %d)", seed, topo.name, seed)
+	t.Logf("seed %d (replay: go test ./runtime/kvwatchimpl -run 'Robustness/%s' -robust.seed %d)", seed, topo.name, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	env := topo.start(t)
 	callsCtx, endCalls := context.WithCancel(context.Background())

@@ -37,7 +37,7 @@ import (
 // In a cluster the seal's answer may come from a replica behind the one
 // the consumer reads: an entry the consumer found overwritten by one that
 // replica does not have yet is then missing at the sync point, and comes
-// with its newer entry just after (README, Known limitations).
+// with its newer entry just after (docs/operations.md, Known limitations).
 //
 // On a stream without direct get the seal asks the stream's message API,
 // one entry a request, and stops after maxSealGets of them.

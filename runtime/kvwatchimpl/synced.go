@@ -25,8 +25,8 @@ func (w *Watcher) markSynced() {
 
 // holdSyncPoint keeps the caches at the sync point until every listener
 // has run its OnSynced (after every initial event): OnSynced sees them
-// exact, the bucket's state at Stats().LastRevision (README, Watch
-// guarantees 4), as it would if it ran on the event goroutine. It gives way
+// exact, the bucket's state at Stats().LastRevision (docs/guarantees.md,
+// guarantee 4), as it would if it ran on the event goroutine. It gives way
 // when a caller needs the watcher to move on (SetScopes, WaitRevision past
 // its revision: OnSynced itself may be that caller), when a listener is
 // removed, and when the watch ends.

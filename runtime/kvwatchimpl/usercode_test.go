@@ -15,7 +15,7 @@ import (
 
 // This file is the watcher's methods called from where user code runs:
 // the body of an Events loop, handlers and OnError. None of them may wait
-// for a delivery to the code that called it (README, Watch guarantees 7).
+// for a delivery to the code that called it (docs/guarantees.md 7).
 
 // returnsWithin runs f on a goroutine of its own and fails the test when
 // it has not returned within 10 s: it hangs.
@@ -182,8 +182,8 @@ var oddKind = kvwatchimpl.Kind[oddKey, string]{Name: "Odd", Key: kvwatchimpl.Mus
 	ParseKey: func(s string) (oddKey, error) { return oddKey(s), nil }, FormatKey: func(k oddKey) string { return string(k) },
 	Codec: kvwatchimpl.JSON[string]{}}
 
-// While OnSynced runs, the caches stay at the sync point (README, Watch
-// guarantees 4: exact at OnSynced): a write that a second watcher has
+// While OnSynced runs, the caches stay at the sync point (docs/guarantees.md,
+// guarantee 4: exact at OnSynced): a write that a second watcher has
 // applied meanwhile is not in them, and comes once OnSynced returns.
 // Without the hold, handlers on their own goroutines would see the caches
 // move on under OnSynced.

@@ -15,7 +15,7 @@ import (
 // This file is read-your-writes: a node that wrote a value (a typed write
 // returns its revision) waits until its own watcher has it. Through an
 // edge's mirror that takes a moment, and seconds after the hub restarted
-// (the measured delays: README, Fleet scale), so a Get right after a Put
+// (the measured delays: docs/fleet.md), so a Get right after a Put
 // through a mirror can read the old value.
 
 // WaitRevision blocks until every change up to revision rev within the

@@ -255,7 +255,7 @@ func TestKeyEqualToScopePrefix(t *testing.T) {
 // A scope covers the keys of the templates it is a prefix of: with no
 // template equal to the prefix, the key vpc.a is not watched (neither
 // delivered nor reported), while a key under vpc.a. that no template
-// matches is in scope and reported. (README, Scopes: a filter for vpc.a
+// matches is in scope and reported. (docs/schema.md, Scopes: a filter for vpc.a
 // itself would double the consumer's filters for keys no template makes.)
 func TestScopeCoversTheKeysOfItsTemplates(t *testing.T) {
 	js, kv := setup(t)

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Fleet is the topology a large fleet uses (README, Fleet scale): a hub
+// Fleet is the topology a large fleet uses (docs/fleet.md): a hub
 // server with its own JetStream domain holding the bucket, and edge
 // servers, each a leaf node of the hub with a domain of its own, holding a
 // mirror of the bucket named like it. Nodes connect to an edge and watch

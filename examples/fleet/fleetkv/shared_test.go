@@ -251,8 +251,8 @@ func TestAddHandlersRemovedBeforeSync(t *testing.T) {
 }
 
 // Handlers added while the watcher's own OnSynced runs are synced: the
-// caches are, and held at the sync point meanwhile (README, Watch
-// guarantees). They get their replay and OnSynced at once, without
+// caches are, and held at the sync point meanwhile (docs/guarantees.md,
+// guarantee). They get their replay and OnSynced at once, without
 // waiting for the watcher's OnSynced: each set of handlers runs on its own.
 func TestAddHandlersWhileTheWatchersOnSyncedRuns(t *testing.T) {
 	ctx, js, b := openNetwork(t)
