@@ -164,8 +164,16 @@ func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 		{"Key", jen.Id(n.Template)},
 		{"ParseKey", jen.Id(n.Parse)},
 		{"FormatKey", jen.Id(n.Key).Dot("String")},
-		{"Codec", codec(k)},
 	}
+	if params := k.Template.Params; len(params) > 0 {
+		var values []jen.Code
+		for _, p := range params {
+			values = append(values, paramString(p, jen.Id("k").Dot(p.GoName)))
+		}
+		fields = append(fields, field{"KeyParams", jen.Func().Params(jen.Id("k").Id(n.Key)).Index().String().Block(
+			jen.Return(jen.Index().String().Values(values...)))})
+	}
+	fields = append(fields, field{"Codec", codec(k)})
 	if clone := kindClone(k); clone != nil {
 		fields = append(fields, field{"Clone", clone})
 	}

@@ -55,8 +55,11 @@ var kvwBenchItemKind = kvwatchimpl.Kind[ItemKey, Item]{
 	Key:       kvwBenchItemTemplate,
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
-	Codec:     kvwatchimpl.JSON[Item]{Fast: kvwDecodeItem},
-	Clone:     kvwCloneItem,
+	KeyParams: func(k ItemKey) []string {
+		return []string{k.P, k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Item]{Fast: kvwDecodeItem},
+	Clone: kvwCloneItem,
 }
 
 // kvwBenchSpec describes bucket bench to the runtime.

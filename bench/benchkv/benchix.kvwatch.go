@@ -55,8 +55,11 @@ var kvwBenchixIndexedItemKind = kvwatchimpl.Kind[IndexedItemKey, Item]{
 	Key:       kvwBenchixIndexedItemTemplate,
 	ParseKey:  ParseIndexedItemKey,
 	FormatKey: IndexedItemKey.String,
-	Codec:     kvwatchimpl.JSON[Item]{Fast: kvwDecodeItem},
-	Clone:     kvwCloneItem,
+	KeyParams: func(k IndexedItemKey) []string {
+		return []string{k.P, k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Item]{Fast: kvwDecodeItem},
+	Clone: kvwCloneItem,
 	Indexes: []kvwatchimpl.Index[Item]{
 		{
 			Name: "ByOwner",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
@@ -23,6 +24,14 @@ import (
 // checkedKey formats key and checks that it parses back to the same key.
 func checkedKey[K comparable, V any](kind *Kind[K, V], key K) (string, error) {
 	s := kind.FormatKey(key)
+	if kind.KeyParams != nil && kind.Key != nil {
+		names := kind.Key.Params()
+		for i, v := range kind.KeyParams(key) {
+			if err := keys.ValidToken(v); err != nil && i < len(names) {
+				return "", fmt.Errorf("kvwatch: %s key: %w", kind.Name, &kvwatch.ParamError{Key: s, Param: names[i], Err: err})
+			}
+		}
+	}
 	parsed, err := kind.ParseKey(s)
 	if err != nil {
 		return "", fmt.Errorf("kvwatch: %s key %+v is not a valid key: %w", kind.Name, key, err)

@@ -1,5 +1,7 @@
 package kvwatchimpl
 
+import "fmt"
+
 // Kind describes one kind of entry of a bucket: its key template, its
 // typed key parser and its value codec. Generated code declares one per
 // kind; it is read-only after that.
@@ -12,16 +14,16 @@ type Kind[K comparable, V any] struct {
 	// Key is the compiled key template, e.g. "vpc.{vpc}.route.{route_id}",
 	// the one the kind's ParseKey splits keys with.
 	Key *Template
-	// Template is the key template as written, compiled when Key is nil.
-	//
-	// Deprecated: set by generated code of versions 2 and 3; version 4
-	// sets Key.
-	Template string
 	// ParseKey parses a key matching Key into K.
 	ParseKey func(string) (K, error)
 	// FormatKey formats K as a key; ParseKey(FormatKey(k)) == k for every
 	// valid key.
 	FormatKey func(K) string
+	// KeyParams returns the key's parameter values, formatted as key
+	// tokens, in Key's order; nil for a key without parameters. A writer
+	// checks each before it formats the key, so that a value holding '.'
+	// is reported as its parameter's, not as a key of another shape.
+	KeyParams func(K) []string
 	// Codec converts values.
 	Codec Codec[V]
 	// Clone returns a deep copy of a value: one that shares no slice, map
@@ -40,13 +42,13 @@ func (k *Kind[K, V]) Copy(v V) V {
 	return k.Clone(v)
 }
 
-// KeyTemplate returns the kind's compiled key template: Key, or Template
-// compiled (for generated code older than version 4).
+// KeyTemplate returns the kind's compiled key template, Key; an error
+// when it is missing.
 func (k *Kind[K, V]) KeyTemplate() (*Template, error) {
-	if k.Key != nil {
-		return k.Key, nil
+	if k.Key == nil {
+		return nil, fmt.Errorf("kvwatch: kind %s has no key template", k.Name)
 	}
-	return CompileTemplate(k.Template)
+	return k.Key, nil
 }
 
 // Index is an index of a kind's cache, declared in the schema: the cache

@@ -50,18 +50,12 @@ func TestTemplateMatchDoesNotAllocate(t *testing.T) {
 }
 
 // A Kind's template is the one generated code compiled (Key), not a second
-// compilation; code older than version 4 gives only the text (Template),
-// which is compiled then.
+// compilation; a kind without one is an error, not a panic.
 func TestKindKeyTemplate(t *testing.T) {
 	compiled := MustTemplate("vpc.{vpc}")
-	k := Kind[string, string]{Name: "VPC", Key: compiled, Template: "ignored.{x}"}
+	k := Kind[string, string]{Name: "VPC", Key: compiled}
 	if got, err := k.KeyTemplate(); err != nil || got != compiled {
 		t.Errorf("KeyTemplate with Key = %v, %v; want the Key itself", got, err)
-	}
-	old := Kind[string, string]{Name: "VPC", Template: "vpc.{vpc}"}
-	got, err := old.KeyTemplate()
-	if err != nil || got.String() != "vpc.{vpc}" || !got.Match("vpc.a") {
-		t.Errorf("KeyTemplate of a version-3 kind = %v, %v", got, err)
 	}
 	if _, err := (&Kind[string, string]{Name: "VPC"}).KeyTemplate(); err == nil {
 		t.Error("KeyTemplate of a kind with no template succeeded")

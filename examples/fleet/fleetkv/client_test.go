@@ -69,9 +69,22 @@ func TestClientCompareAndSet(t *testing.T) {
 	if err != nil || old.Value.CIDR != "10.0.0.0/8" || old.Revision != rev1 {
 		t.Errorf("GetRouteRevision(%d) = %+v, %v", rev1, old, err)
 	}
-	// A key that would address another is refused before anything is sent.
-	if _, err := b.CreateRoute(ctx, fleetkv.RouteKey{VPC: "a.b", RouteID: "r"}, fleetkv.Route{}); err == nil {
-		t.Error("CreateRoute with a key field holding '.' succeeded")
+	// A key that would address another is refused before anything is sent,
+	// naming the parameter at fault (as a scope error does), not the shape
+	// of the key it would make.
+	for _, c := range []struct {
+		key   fleetkv.RouteKey
+		param string
+	}{
+		{fleetkv.RouteKey{VPC: "a.b", RouteID: "r"}, "vpc"},
+		{fleetkv.RouteKey{VPC: "a", RouteID: "*"}, "route_id"},
+		{fleetkv.RouteKey{VPC: "a", RouteID: ""}, "route_id"},
+	} {
+		_, err := b.CreateRoute(ctx, c.key, fleetkv.Route{})
+		var pe *kvwatch.ParamError
+		if !errors.As(err, &pe) || pe.Param != c.param || !strings.Contains(err.Error(), "parameter "+c.param) {
+			t.Errorf("CreateRoute(%+v) = %v; want a *kvwatch.ParamError naming parameter %s", c.key, err, c.param)
+		}
 	}
 }
 

@@ -56,8 +56,11 @@ var kvwNetworkVPCConfigKind = kvwatchimpl.Kind[VPCConfigKey, VPCConfig]{
 	Key:       kvwNetworkVPCConfigTemplate,
 	ParseKey:  ParseVPCConfigKey,
 	FormatKey: VPCConfigKey.String,
-	Codec:     kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
-	Clone:     kvwCloneVPCConfig,
+	KeyParams: func(k VPCConfigKey) []string {
+		return []string{k.VPC}
+	},
+	Codec: kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
+	Clone: kvwCloneVPCConfig,
 }
 
 // RouteKey is the key of a Route entry of bucket network:
@@ -104,8 +107,11 @@ var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, Route]{
 	Key:       kvwNetworkRouteTemplate,
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
-	Codec:     kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
-	Clone:     kvwCloneRoute,
+	KeyParams: func(k RouteKey) []string {
+		return []string{k.VPC, k.RouteID}
+	},
+	Codec: kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
+	Clone: kvwCloneRoute,
 	Indexes: []kvwatchimpl.Index[Route]{
 		{
 			Name: "ByNextHop",
@@ -170,7 +176,10 @@ var kvwNetworkFirewallRuleKind = kvwatchimpl.Kind[FirewallRuleKey, FirewallRule]
 	Key:       kvwNetworkFirewallRuleTemplate,
 	ParseKey:  ParseFirewallRuleKey,
 	FormatKey: FirewallRuleKey.String,
-	Codec:     kvwatchimpl.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
+	KeyParams: func(k FirewallRuleKey) []string {
+		return []string{k.VPC, strconv.FormatUint(k.Priority, 10)}
+	},
+	Codec: kvwatchimpl.JSON[FirewallRule]{Fast: kvwDecodeFirewallRule},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.

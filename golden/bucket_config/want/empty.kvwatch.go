@@ -51,7 +51,10 @@ var kvwEmptyItemKind = kvwatchimpl.Kind[ItemKey, string]{
 	Key:       kvwEmptyItemTemplate,
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k ItemKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwEmptySpec describes bucket empty to the runtime.

@@ -51,7 +51,10 @@ var kvwPlainThingKind = kvwatchimpl.Kind[ThingKey, string]{
 	Key:       kvwPlainThingTemplate,
 	ParseKey:  ParseThingKey,
 	FormatKey: ThingKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k ThingKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwPlainSpec describes bucket plain to the runtime.

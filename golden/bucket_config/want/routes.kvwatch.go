@@ -51,7 +51,10 @@ var kvwRoutesRouteKind = kvwatchimpl.Kind[RouteKey, string]{
 	Key:       kvwRoutesRouteTemplate,
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k RouteKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwRoutesSpec describes bucket routes to the runtime.

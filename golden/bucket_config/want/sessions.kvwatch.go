@@ -53,7 +53,10 @@ var kvwSessionsSessionKind = kvwatchimpl.Kind[SessionKey, []byte]{
 	Key:       kvwSessionsSessionTemplate,
 	ParseKey:  ParseSessionKey,
 	FormatKey: SessionKey.String,
-	Codec:     kvwatchimpl.Bytes{},
+	KeyParams: func(k SessionKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.Bytes{},
 	Clone: func(v []byte) []byte {
 		return slices.Clone(v)
 	},

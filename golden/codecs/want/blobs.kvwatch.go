@@ -54,7 +54,10 @@ var kvwBlobsTextKind = kvwatchimpl.Kind[TextKey, string]{
 	Key:       kvwBlobsTextTemplate,
 	ParseKey:  ParseTextKey,
 	FormatKey: TextKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k TextKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // BlobKey is the key of a Blob entry of bucket blobs: "blob.{id}". Its fields
@@ -96,7 +99,10 @@ var kvwBlobsBlobKind = kvwatchimpl.Kind[BlobKey, []byte]{
 	Key:       kvwBlobsBlobTemplate,
 	ParseKey:  ParseBlobKey,
 	FormatKey: BlobKey.String,
-	Codec:     kvwatchimpl.Bytes{},
+	KeyParams: func(k BlobKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.Bytes{},
 	Clone: func(v []byte) []byte {
 		return slices.Clone(v)
 	},
@@ -141,8 +147,11 @@ var kvwBlobsPrefixKind = kvwatchimpl.Kind[PrefixKey, netip.Prefix]{
 	Key:       kvwBlobsPrefixTemplate,
 	ParseKey:  ParsePrefixKey,
 	FormatKey: PrefixKey.String,
-	Codec:     kvwatchimpl.Text[netip.Prefix, *netip.Prefix]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.Text[netip.Prefix, *netip.Prefix]{}),
+	KeyParams: func(k PrefixKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.Text[netip.Prefix, *netip.Prefix]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.Text[netip.Prefix, *netip.Prefix]{}),
 }
 
 // StampKey is the key of a Stamp entry of bucket blobs: "stamp.{id}". Its
@@ -184,7 +193,10 @@ var kvwBlobsStampKind = kvwatchimpl.Kind[StampKey, time.Time]{
 	Key:       kvwBlobsStampTemplate,
 	ParseKey:  ParseStampKey,
 	FormatKey: StampKey.String,
-	Codec:     kvwatchimpl.Binary[time.Time, *time.Time]{},
+	KeyParams: func(k StampKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.Binary[time.Time, *time.Time]{},
 }
 
 // AddrKey is the key of an Addr entry of bucket blobs: "addr.{id}". Its
@@ -226,8 +238,11 @@ var kvwBlobsAddrKind = kvwatchimpl.Kind[AddrKey, netip.Addr]{
 	Key:       kvwBlobsAddrTemplate,
 	ParseKey:  ParseAddrKey,
 	FormatKey: AddrKey.String,
-	Codec:     kvwatchimpl.JSON[netip.Addr]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[netip.Addr]{}),
+	KeyParams: func(k AddrKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[netip.Addr]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.JSON[netip.Addr]{}),
 }
 
 // RawKey is the key of a Raw entry of bucket blobs: "raw.{id}". Its fields
@@ -269,7 +284,10 @@ var kvwBlobsRawKind = kvwatchimpl.Kind[RawKey, json.RawMessage]{
 	Key:       kvwBlobsRawTemplate,
 	ParseKey:  ParseRawKey,
 	FormatKey: RawKey.String,
-	Codec:     kvwatchimpl.JSON[json.RawMessage]{},
+	KeyParams: func(k RawKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[json.RawMessage]{},
 	Clone: func(v json.RawMessage) json.RawMessage {
 		return slices.Clone(v)
 	},

@@ -57,7 +57,10 @@ var kvwAppConfigFeatureKind = kvwatchimpl.Kind[FeatureKey, Feature]{
 	Key:       kvwAppConfigFeatureTemplate,
 	ParseKey:  ParseFeatureKey,
 	FormatKey: FeatureKey.String,
-	Codec:     kvwatchimpl.JSON[Feature]{Fast: kvwDecodeFeature},
+	KeyParams: func(k FeatureKey) []string {
+		return []string{k.Flag}
+	},
+	Codec: kvwatchimpl.JSON[Feature]{Fast: kvwDecodeFeature},
 }
 
 // kvwAppConfigSpec describes bucket app_cfg_v2 to the runtime.

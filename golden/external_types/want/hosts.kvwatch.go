@@ -53,8 +53,11 @@ var kvwHostsHostKind = kvwatchimpl.Kind[HostKey, Host]{
 	Key:       kvwHostsHostTemplate,
 	ParseKey:  ParseHostKey,
 	FormatKey: HostKey.String,
-	Codec:     kvwatchimpl.JSON[Host]{Fast: kvwDecodeHost},
-	Clone:     kvwCloneHost,
+	KeyParams: func(k HostKey) []string {
+		return []string{k.Name}
+	},
+	Codec: kvwatchimpl.JSON[Host]{Fast: kvwDecodeHost},
+	Clone: kvwCloneHost,
 }
 
 // AddressKey is the key of an Address entry of bucket hosts:
@@ -97,8 +100,11 @@ var kvwHostsAddressKind = kvwatchimpl.Kind[AddressKey, netip.Addr]{
 	Key:       kvwHostsAddressTemplate,
 	ParseKey:  ParseAddressKey,
 	FormatKey: AddressKey.String,
-	Codec:     kvwatchimpl.JSON[netip.Addr]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[netip.Addr]{}),
+	KeyParams: func(k AddressKey) []string {
+		return []string{k.Name}
+	},
+	Codec: kvwatchimpl.JSON[netip.Addr]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.JSON[netip.Addr]{}),
 }
 
 // LinkKey is the key of a Link entry of bucket hosts: "host.{name}.link". Its
@@ -140,8 +146,11 @@ var kvwHostsLinkKind = kvwatchimpl.Kind[LinkKey, url.URL]{
 	Key:       kvwHostsLinkTemplate,
 	ParseKey:  ParseLinkKey,
 	FormatKey: LinkKey.String,
-	Codec:     kvwatchimpl.JSON[url.URL]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[url.URL]{}),
+	KeyParams: func(k LinkKey) []string {
+		return []string{k.Name}
+	},
+	Codec: kvwatchimpl.JSON[url.URL]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.JSON[url.URL]{}),
 }
 
 // kvwHostsSpec describes bucket hosts to the runtime.

@@ -51,7 +51,10 @@ var kvwDashItemKind = kvwatchimpl.Kind[ItemKey, string]{
 	Key:       kvwDashItemTemplate,
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k ItemKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwDashSpec describes bucket -dash to the runtime.

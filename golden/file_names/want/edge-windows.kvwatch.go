@@ -51,7 +51,10 @@ var kvwEdgeWindowsEdgeKind = kvwatchimpl.Kind[EdgeKey, string]{
 	Key:       kvwEdgeWindowsEdgeTemplate,
 	ParseKey:  ParseEdgeKey,
 	FormatKey: EdgeKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k EdgeKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwEdgeWindowsSpec describes bucket edge_windows to the runtime.

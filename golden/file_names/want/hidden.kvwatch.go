@@ -51,7 +51,10 @@ var kvwHiddenSecretKind = kvwatchimpl.Kind[SecretKey, string]{
 	Key:       kvwHiddenSecretTemplate,
 	ParseKey:  ParseSecretKey,
 	FormatKey: SecretKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k SecretKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwHiddenSpec describes bucket _hidden to the runtime.

@@ -51,7 +51,10 @@ var kvwXAmd64XKind = kvwatchimpl.Kind[XKey, string]{
 	Key:       kvwXAmd64XTemplate,
 	ParseKey:  ParseXKey,
 	FormatKey: XKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k XKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwXAmd64Spec describes bucket x_amd64 to the runtime.

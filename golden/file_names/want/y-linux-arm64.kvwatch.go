@@ -51,7 +51,10 @@ var kvwYLinuxARM64YKind = kvwatchimpl.Kind[YKey, string]{
 	Key:       kvwYLinuxARM64YTemplate,
 	ParseKey:  ParseYKey,
 	FormatKey: YKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k YKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwYLinuxARM64Spec describes bucket Y_Linux_ARM64 to the runtime.

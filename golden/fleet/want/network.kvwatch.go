@@ -56,8 +56,11 @@ var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, Route]{
 	Key:       kvwNetworkRouteTemplate,
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
-	Codec:     kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
-	Clone:     kvwCloneRoute,
+	KeyParams: func(k RouteKey) []string {
+		return []string{k.VPC, k.RouteID}
+	},
+	Codec: kvwatchimpl.JSON[Route]{Fast: kvwDecodeRoute},
+	Clone: kvwCloneRoute,
 }
 
 // VPCConfigKey is the key of a VPCConfig entry of bucket network:
@@ -101,7 +104,10 @@ var kvwNetworkVPCConfigKind = kvwatchimpl.Kind[VPCConfigKey, VPCConfig]{
 	Key:       kvwNetworkVPCConfigTemplate,
 	ParseKey:  ParseVPCConfigKey,
 	FormatKey: VPCConfigKey.String,
-	Codec:     kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
+	KeyParams: func(k VPCConfigKey) []string {
+		return []string{k.VPC}
+	},
+	Codec: kvwatchimpl.JSON[VPCConfig]{Fast: kvwDecodeVPCConfig},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.

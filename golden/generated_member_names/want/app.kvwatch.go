@@ -51,7 +51,10 @@ var kvwAppStrKind = kvwatchimpl.Kind[StrKey, string]{
 	Key:       kvwAppStrTemplate,
 	ParseKey:  ParseStrKey,
 	FormatKey: StrKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k StrKey) []string {
+		return []string{k.String_}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // SyncedKey is the key of a Synced entry of bucket app: "synced.{id}". Its
@@ -93,7 +96,10 @@ var kvwAppSyncedKind = kvwatchimpl.Kind[SyncedKey, string]{
 	Key:       kvwAppSyncedTemplate,
 	ParseKey:  ParseSyncedKey,
 	FormatKey: SyncedKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k SyncedKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // ErrorKey is the key of an Error entry of bucket app: "error.{id}". Its
@@ -135,7 +141,10 @@ var kvwAppErrorKind = kvwatchimpl.Kind[ErrorKey, string]{
 	Key:       kvwAppErrorTemplate,
 	ParseKey:  ParseErrorKey,
 	FormatKey: ErrorKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k ErrorKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // RevisionKey is the key of a Revision entry of bucket app: "revision.{id}".
@@ -177,7 +186,10 @@ var kvwAppRevisionKind = kvwatchimpl.Kind[RevisionKey, string]{
 	Key:       kvwAppRevisionTemplate,
 	ParseKey:  ParseRevisionKey,
 	FormatKey: RevisionKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k RevisionKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwAppSpec describes bucket app to the runtime.

@@ -57,6 +57,9 @@ var kvwThingsVsKind = kvwatchimpl.Kind[VsKey, []vpkg2.T]{
 	Key:       kvwThingsVsTemplate,
 	ParseKey:  ParseVsKey,
 	FormatKey: VsKey.String,
+	KeyParams: func(k VsKey) []string {
+		return []string{k.ID}
+	},
 	Codec: kvwatchimpl.JSON[[]vpkg2.T]{Fast: func(r *kvwatchimpl.JSONReader, p *[]vpkg2.T) {
 		kvwatchimpl.JSONSlice(r, p, kvwatchimpl.JSONValue[vpkg2.T])
 	}},
@@ -106,8 +109,11 @@ var kvwThingsCPKind = kvwatchimpl.Kind[CPKey, cppkg.T]{
 	Key:       kvwThingsCPTemplate,
 	ParseKey:  ParseCPKey,
 	FormatKey: CPKey.String,
-	Codec:     kvwatchimpl.JSON[cppkg.T]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[cppkg.T]{}),
+	KeyParams: func(k CPKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[cppkg.T]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.JSON[cppkg.T]{}),
 }
 
 // ErrKey is the key of an Err entry of bucket things: "err.{id}". Its fields
@@ -149,6 +155,9 @@ var kvwThingsErrKind = kvwatchimpl.Kind[ErrKey, map[string]errpkg.T]{
 	Key:       kvwThingsErrTemplate,
 	ParseKey:  ParseErrKey,
 	FormatKey: ErrKey.String,
+	KeyParams: func(k ErrKey) []string {
+		return []string{k.ID}
+	},
 	Codec: kvwatchimpl.JSON[map[string]errpkg.T]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string]errpkg.T) {
 		kvwatchimpl.JSONMap(r, p, kvwatchimpl.JSONValue[errpkg.T])
 	}},
@@ -198,8 +207,11 @@ var kvwThingsWKind = kvwatchimpl.Kind[WKey, wpkg.T]{
 	Key:       kvwThingsWTemplate,
 	ParseKey:  ParseWKey,
 	FormatKey: WKey.String,
-	Codec:     kvwatchimpl.JSON[wpkg.T]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[wpkg.T]{}),
+	KeyParams: func(k WKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[wpkg.T]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.JSON[wpkg.T]{}),
 }
 
 // AnyKey is the key of an Any entry of bucket things: "any.{id}". Its fields
@@ -241,8 +253,11 @@ var kvwThingsAnyKind = kvwatchimpl.Kind[AnyKey, anypkg.T]{
 	Key:       kvwThingsAnyTemplate,
 	ParseKey:  ParseAnyKey,
 	FormatKey: AnyKey.String,
-	Codec:     kvwatchimpl.JSON[anypkg.T]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[anypkg.T]{}),
+	KeyParams: func(k AnyKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[anypkg.T]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.JSON[anypkg.T]{}),
 }
 
 // KeyKey is the key of a Key entry of bucket things: "key.{id}". Its fields
@@ -284,8 +299,11 @@ var kvwThingsKeyKind = kvwatchimpl.Kind[KeyKey, keypkg2.T]{
 	Key:       kvwThingsKeyTemplate,
 	ParseKey:  ParseKeyKey,
 	FormatKey: KeyKey.String,
-	Codec:     kvwatchimpl.JSON[keypkg2.T]{},
-	Clone:     kvwatchimpl.CodecClone(kvwatchimpl.JSON[keypkg2.T]{}),
+	KeyParams: func(k KeyKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[keypkg2.T]{},
+	Clone: kvwatchimpl.CodecClone(kvwatchimpl.JSON[keypkg2.T]{}),
 }
 
 // HolderKey is the key of a Holder entry of bucket things: "holder.{id}". Its
@@ -327,8 +345,11 @@ var kvwThingsHolderKind = kvwatchimpl.Kind[HolderKey, Holder]{
 	Key:       kvwThingsHolderTemplate,
 	ParseKey:  ParseHolderKey,
 	FormatKey: HolderKey.String,
-	Codec:     kvwatchimpl.JSON[Holder]{Fast: kvwDecodeHolder},
-	Clone:     kvwCloneHolder,
+	KeyParams: func(k HolderKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Holder]{Fast: kvwDecodeHolder},
+	Clone: kvwCloneHolder,
 }
 
 // kvwThingsSpec describes bucket things to the runtime.

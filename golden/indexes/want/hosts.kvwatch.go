@@ -51,8 +51,11 @@ var kvwHostsHostKind = kvwatchimpl.Kind[HostKey, Host]{
 	Key:       kvwHostsHostTemplate,
 	ParseKey:  ParseHostKey,
 	FormatKey: HostKey.String,
-	Codec:     kvwatchimpl.JSON[Host]{Fast: kvwDecodeHost},
-	Clone:     kvwCloneHost,
+	KeyParams: func(k HostKey) []string {
+		return []string{k.Name}
+	},
+	Codec: kvwatchimpl.JSON[Host]{Fast: kvwDecodeHost},
+	Clone: kvwCloneHost,
 	Indexes: []kvwatchimpl.Index[Host]{
 		{
 			Name: "ByRack",
@@ -114,7 +117,10 @@ var kvwHostsNoteKind = kvwatchimpl.Kind[NoteKey, string]{
 	Key:       kvwHostsNoteTemplate,
 	ParseKey:  ParseNoteKey,
 	FormatKey: NoteKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k NoteKey) []string {
+		return []string{k.Name}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwHostsSpec describes bucket hosts to the runtime.

@@ -54,8 +54,11 @@ var kvwKVStoreAPIKeyKind = kvwatchimpl.Kind[APIKeyKey, APIKey]{
 	Key:       kvwKVStoreAPIKeyTemplate,
 	ParseKey:  ParseAPIKeyKey,
 	FormatKey: APIKeyKey.String,
-	Codec:     kvwatchimpl.JSON[APIKey]{Fast: kvwDecodeAPIKey},
-	Clone:     kvwCloneAPIKey,
+	KeyParams: func(k APIKeyKey) []string {
+		return []string{k.UserID, k.APIKeyID}
+	},
+	Codec: kvwatchimpl.JSON[APIKey]{Fast: kvwDecodeAPIKey},
+	Clone: kvwCloneAPIKey,
 }
 
 // kvwKVStoreSpec describes bucket kv-store to the runtime.

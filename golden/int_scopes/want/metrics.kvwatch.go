@@ -71,7 +71,10 @@ var kvwMetricsSampleKind = kvwatchimpl.Kind[SampleKey, float64]{
 	Key:       kvwMetricsSampleTemplate,
 	ParseKey:  ParseSampleKey,
 	FormatKey: SampleKey.String,
-	Codec:     kvwatchimpl.JSON[float64]{Fast: (*kvwatchimpl.JSONReader).ReadFloat64},
+	KeyParams: func(k SampleKey) []string {
+		return []string{strconv.FormatUint(k.Tenant, 10), strconv.FormatInt(k.Day, 10), k.Host}
+	},
+	Codec: kvwatchimpl.JSON[float64]{Fast: (*kvwatchimpl.JSONReader).ReadFloat64},
 }
 
 // kvwMetricsSpec describes bucket metrics to the runtime.

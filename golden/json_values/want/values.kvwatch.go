@@ -53,8 +53,11 @@ var kvwValuesEverythingKind = kvwatchimpl.Kind[EverythingKey, Everything]{
 	Key:       kvwValuesEverythingTemplate,
 	ParseKey:  ParseEverythingKey,
 	FormatKey: EverythingKey.String,
-	Codec:     kvwatchimpl.JSON[Everything]{Fast: kvwDecodeEverything},
-	Clone:     kvwCloneEverything,
+	KeyParams: func(k EverythingKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Everything]{Fast: kvwDecodeEverything},
+	Clone: kvwCloneEverything,
 }
 
 // NamesKey is the key of a Names entry of bucket values: "names.{id}". Its
@@ -96,7 +99,10 @@ var kvwValuesNamesKind = kvwatchimpl.Kind[NamesKey, Names]{
 	Key:       kvwValuesNamesTemplate,
 	ParseKey:  ParseNamesKey,
 	FormatKey: NamesKey.String,
-	Codec:     kvwatchimpl.JSON[Names]{Fast: kvwDecodeNames},
+	KeyParams: func(k NamesKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Names]{Fast: kvwDecodeNames},
 }
 
 // WideKey is the key of a Wide entry of bucket values: "wide.{id}". Its
@@ -138,7 +144,10 @@ var kvwValuesWideKind = kvwatchimpl.Kind[WideKey, Wide]{
 	Key:       kvwValuesWideTemplate,
 	ParseKey:  ParseWideKey,
 	FormatKey: WideKey.String,
-	Codec:     kvwatchimpl.JSON[Wide]{Fast: kvwDecodeWide},
+	KeyParams: func(k WideKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Wide]{Fast: kvwDecodeWide},
 }
 
 // ListKey is the key of a List entry of bucket values: "list.{id}". Its
@@ -180,6 +189,9 @@ var kvwValuesListKind = kvwatchimpl.Kind[ListKey, []int32]{
 	Key:       kvwValuesListTemplate,
 	ParseKey:  ParseListKey,
 	FormatKey: ListKey.String,
+	KeyParams: func(k ListKey) []string {
+		return []string{k.ID}
+	},
 	Codec: kvwatchimpl.JSON[[]int32]{Fast: func(r *kvwatchimpl.JSONReader, p *[]int32) {
 		kvwatchimpl.JSONSlice(r, p, kvwatchimpl.JSONInt[int32])
 	}},
@@ -227,7 +239,10 @@ var kvwValuesCountKind = kvwatchimpl.Kind[CountKey, uint32]{
 	Key:       kvwValuesCountTemplate,
 	ParseKey:  ParseCountKey,
 	FormatKey: CountKey.String,
-	Codec:     kvwatchimpl.JSON[uint32]{Fast: kvwatchimpl.JSONUint[uint32]},
+	KeyParams: func(k CountKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[uint32]{Fast: kvwatchimpl.JSONUint[uint32]},
 }
 
 // StampKey is the key of a Stamp entry of bucket values: "stamp.{id}". Its
@@ -269,7 +284,10 @@ var kvwValuesStampKind = kvwatchimpl.Kind[StampKey, time.Time]{
 	Key:       kvwValuesStampTemplate,
 	ParseKey:  ParseStampKey,
 	FormatKey: StampKey.String,
-	Codec:     kvwatchimpl.JSON[time.Time]{},
+	KeyParams: func(k StampKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[time.Time]{},
 }
 
 // kvwValuesSpec describes bucket values to the runtime.

@@ -58,8 +58,11 @@ var kvwTypeFuncKind = kvwatchimpl.Kind[FuncKey, Chan]{
 	Key:       kvwTypeFuncTemplate,
 	ParseKey:  ParseFuncKey,
 	FormatKey: FuncKey.String,
-	Codec:     kvwatchimpl.JSON[Chan]{Fast: kvwDecodeChan},
-	Clone:     kvwCloneChan,
+	KeyParams: func(k FuncKey) []string {
+		return []string{k.Type, k.Range, k.Func, k.Map}
+	},
+	Codec: kvwatchimpl.JSON[Chan]{Fast: kvwDecodeChan},
+	Clone: kvwCloneChan,
 }
 
 // VarKey is the key of a Var entry of bucket type: "{type}.{len}". Its fields
@@ -103,7 +106,10 @@ var kvwTypeVarKind = kvwatchimpl.Kind[VarKey, string]{
 	Key:       kvwTypeVarTemplate,
 	ParseKey:  ParseVarKey,
 	FormatKey: VarKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k VarKey) []string {
+		return []string{k.Type, k.Len}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwTypeSpec describes bucket type to the runtime.

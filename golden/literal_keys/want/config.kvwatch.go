@@ -90,8 +90,11 @@ var kvwConfigRegionKind = kvwatchimpl.Kind[RegionKey, Settings]{
 	Key:       kvwConfigRegionTemplate,
 	ParseKey:  ParseRegionKey,
 	FormatKey: RegionKey.String,
-	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
-	Clone:     kvwCloneSettings,
+	KeyParams: func(k RegionKey) []string {
+		return []string{k.Region}
+	},
+	Codec: kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
+	Clone: kvwCloneSettings,
 }
 
 // ZoneKey is the key of a Zone entry of bucket config:
@@ -137,8 +140,11 @@ var kvwConfigZoneKind = kvwatchimpl.Kind[ZoneKey, Settings]{
 	Key:       kvwConfigZoneTemplate,
 	ParseKey:  ParseZoneKey,
 	FormatKey: ZoneKey.String,
-	Codec:     kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
-	Clone:     kvwCloneSettings,
+	KeyParams: func(k ZoneKey) []string {
+		return []string{k.Region, k.Zone}
+	},
+	Codec: kvwatchimpl.JSON[Settings]{Fast: kvwDecodeSettings},
+	Clone: kvwCloneSettings,
 }
 
 // kvwConfigSpec describes bucket config to the runtime.

@@ -51,8 +51,11 @@ var kvwNodeStateNodeKind = kvwatchimpl.Kind[NodeKey, Node]{
 	Key:       kvwNodeStateNodeTemplate,
 	ParseKey:  ParseNodeKey,
 	FormatKey: NodeKey.String,
-	Codec:     kvwatchimpl.JSON[Node]{Fast: kvwDecodeNode},
-	Clone:     kvwCloneNode,
+	KeyParams: func(k NodeKey) []string {
+		return []string{k.NodeID}
+	},
+	Codec: kvwatchimpl.JSON[Node]{Fast: kvwDecodeNode},
+	Clone: kvwCloneNode,
 }
 
 // NodeLabelsKey is the key of a NodeLabels entry of bucket node-state:
@@ -96,6 +99,9 @@ var kvwNodeStateNodeLabelsKind = kvwatchimpl.Kind[NodeLabelsKey, map[string]stri
 	Key:       kvwNodeStateNodeLabelsTemplate,
 	ParseKey:  ParseNodeLabelsKey,
 	FormatKey: NodeLabelsKey.String,
+	KeyParams: func(k NodeLabelsKey) []string {
+		return []string{k.NodeID}
+	},
 	Codec: kvwatchimpl.JSON[map[string]string]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string]string) {
 		kvwatchimpl.JSONMap(r, p, (*kvwatchimpl.JSONReader).ReadString)
 	}},

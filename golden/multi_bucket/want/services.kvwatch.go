@@ -51,8 +51,11 @@ var kvwServicesServiceKind = kvwatchimpl.Kind[ServiceKey, Service]{
 	Key:       kvwServicesServiceTemplate,
 	ParseKey:  ParseServiceKey,
 	FormatKey: ServiceKey.String,
-	Codec:     kvwatchimpl.JSON[Service]{Fast: kvwDecodeService},
-	Clone:     kvwCloneService,
+	KeyParams: func(k ServiceKey) []string {
+		return []string{k.Name}
+	},
+	Codec: kvwatchimpl.JSON[Service]{Fast: kvwDecodeService},
+	Clone: kvwCloneService,
 }
 
 // EndpointKey is the key of an Endpoint entry of bucket services:
@@ -98,6 +101,9 @@ var kvwServicesEndpointKind = kvwatchimpl.Kind[EndpointKey, []Address]{
 	Key:       kvwServicesEndpointTemplate,
 	ParseKey:  ParseEndpointKey,
 	FormatKey: EndpointKey.String,
+	KeyParams: func(k EndpointKey) []string {
+		return []string{k.Name, k.Endpoint}
+	},
 	Codec: kvwatchimpl.JSON[[]Address]{Fast: func(r *kvwatchimpl.JSONReader, p *[]Address) {
 		kvwatchimpl.JSONSlice(r, p, kvwDecodeAddress)
 	}},

@@ -51,7 +51,10 @@ var kvwNetworkVPCKind = kvwatchimpl.Kind[VPCKey, string]{
 	Key:       kvwNetworkVPCTemplate,
 	ParseKey:  ParseVPCKey,
 	FormatKey: VPCKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k VPCKey) []string {
+		return []string{k.VPC}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // RouteKey is the key of a Route entry of bucket network:
@@ -96,7 +99,10 @@ var kvwNetworkRouteKind = kvwatchimpl.Kind[RouteKey, string]{
 	Key:       kvwNetworkRouteTemplate,
 	ParseKey:  ParseRouteKey,
 	FormatKey: RouteKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k RouteKey) []string {
+		return []string{k.VPC, k.RouteID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // RouteNoteKey is the key of a RouteNote entry of bucket network:
@@ -142,7 +148,10 @@ var kvwNetworkRouteNoteKind = kvwatchimpl.Kind[RouteNoteKey, string]{
 	Key:       kvwNetworkRouteNoteTemplate,
 	ParseKey:  ParseRouteNoteKey,
 	FormatKey: RouteNoteKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k RouteNoteKey) []string {
+		return []string{k.VPC, k.RouteID}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // PeeringKey is the key of a Peering entry of bucket network:
@@ -187,7 +196,10 @@ var kvwNetworkPeeringKind = kvwatchimpl.Kind[PeeringKey, string]{
 	Key:       kvwNetworkPeeringTemplate,
 	ParseKey:  ParsePeeringKey,
 	FormatKey: PeeringKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k PeeringKey) []string {
+		return []string{k.VPC, k.Peer}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwNetworkSpec describes bucket network to the runtime.

@@ -51,8 +51,11 @@ var kvwTreesTreeKind = kvwatchimpl.Kind[TreeKey, Tree]{
 	Key:       kvwTreesTreeTemplate,
 	ParseKey:  ParseTreeKey,
 	FormatKey: TreeKey.String,
-	Codec:     kvwatchimpl.JSON[Tree]{Fast: kvwDecodeTree},
-	Clone:     kvwCloneTree,
+	KeyParams: func(k TreeKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Tree]{Fast: kvwDecodeTree},
+	Clone: kvwCloneTree,
 }
 
 // ForestKey is the key of a Forest entry of bucket trees: "forest.{id}". Its
@@ -94,6 +97,9 @@ var kvwTreesForestKind = kvwatchimpl.Kind[ForestKey, map[string][]map[string]Tre
 	Key:       kvwTreesForestTemplate,
 	ParseKey:  ParseForestKey,
 	FormatKey: ForestKey.String,
+	KeyParams: func(k ForestKey) []string {
+		return []string{k.ID}
+	},
 	Codec: kvwatchimpl.JSON[map[string][]map[string]Tree]{Fast: func(r *kvwatchimpl.JSONReader, p *map[string][]map[string]Tree) {
 		kvwatchimpl.JSONMap(r, p, func(r *kvwatchimpl.JSONReader, p *[]map[string]Tree) {
 			kvwatchimpl.JSONSlice(r, p, func(r *kvwatchimpl.JSONReader, p *map[string]Tree) {

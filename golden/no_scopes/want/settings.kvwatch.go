@@ -51,7 +51,10 @@ var kvwSettingsSettingKind = kvwatchimpl.Kind[SettingKey, string]{
 	Key:       kvwSettingsSettingTemplate,
 	ParseKey:  ParseSettingKey,
 	FormatKey: SettingKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k SettingKey) []string {
+		return []string{k.Name}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // kvwSettingsSpec describes bucket settings to the runtime.

@@ -62,7 +62,10 @@ var kvwShardsShardKind = kvwatchimpl.Kind[ShardKey, string]{
 	Key:       kvwShardsShardTemplate,
 	ParseKey:  ParseShardKey,
 	FormatKey: ShardKey.String,
-	Codec:     kvwatchimpl.String{},
+	KeyParams: func(k ShardKey) []string {
+		return []string{k.Region, strconv.FormatInt(k.Shard, 10)}
+	},
+	Codec: kvwatchimpl.String{},
 }
 
 // ReplicaKey is the key of a Replica entry of bucket shards:
@@ -123,7 +126,10 @@ var kvwShardsReplicaKind = kvwatchimpl.Kind[ReplicaKey, Replica]{
 	Key:       kvwShardsReplicaTemplate,
 	ParseKey:  ParseReplicaKey,
 	FormatKey: ReplicaKey.String,
-	Codec:     kvwatchimpl.JSON[Replica]{Fast: kvwDecodeReplica},
+	KeyParams: func(k ReplicaKey) []string {
+		return []string{k.Region, strconv.FormatInt(k.Shard, 10), strconv.FormatUint(k.Replica, 10)}
+	},
+	Codec: kvwatchimpl.JSON[Replica]{Fast: kvwDecodeReplica},
 }
 
 // GlobalKey is the key of a Global entry of bucket shards: "global". Its
@@ -209,7 +215,10 @@ var kvwShardsEpochKind = kvwatchimpl.Kind[EpochKey, uint64]{
 	Key:       kvwShardsEpochTemplate,
 	ParseKey:  ParseEpochKey,
 	FormatKey: EpochKey.String,
-	Codec:     kvwatchimpl.JSON[uint64]{Fast: kvwatchimpl.JSONUint[uint64]},
+	KeyParams: func(k EpochKey) []string {
+		return []string{strconv.FormatUint(k.N, 10)}
+	},
+	Codec: kvwatchimpl.JSON[uint64]{Fast: kvwatchimpl.JSONUint[uint64]},
 }
 
 // kvwShardsSpec describes bucket shards to the runtime.

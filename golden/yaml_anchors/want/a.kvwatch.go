@@ -51,7 +51,10 @@ var kvwAItemKind = kvwatchimpl.Kind[ItemKey, Thing]{
 	Key:       kvwAItemTemplate,
 	ParseKey:  ParseItemKey,
 	FormatKey: ItemKey.String,
-	Codec:     kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
+	KeyParams: func(k ItemKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
 }
 
 // kvwASpec describes bucket a to the runtime.

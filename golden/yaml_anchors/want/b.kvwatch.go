@@ -51,7 +51,10 @@ var kvwBOtherKind = kvwatchimpl.Kind[OtherKey, Thing]{
 	Key:       kvwBOtherTemplate,
 	ParseKey:  ParseOtherKey,
 	FormatKey: OtherKey.String,
-	Codec:     kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
+	KeyParams: func(k OtherKey) []string {
+		return []string{k.ID}
+	},
+	Codec: kvwatchimpl.JSON[Thing]{Fast: kvwDecodeThing},
 }
 
 // kvwBSpec describes bucket b to the runtime.
