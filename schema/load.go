@@ -32,11 +32,8 @@ func Load(file string, src []byte) (*Schema, error) {
 	l := &loader{errs: errs{file: file}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
-		if p, ok := yamlTabPos(src, err); ok {
-			l.add(p, "invalid YAML: tabs are not allowed in YAML indentation: use spaces")
-		} else {
-			l.add(yamlErrorPos(err), "%s", yamlErrorMsg(err))
-		}
+		p, msg := yamlError(src, err)
+		l.add(p, "%s", msg)
 		return nil, l.err()
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {

@@ -9,6 +9,25 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// yamlHints explain the syntax errors of go.yaml.in/yaml/v3 that common
+// mistakes cause, each at the position of the likely mistake, with what
+// likely fixes it. They are tried in order; the first that knows the
+// error gives it. Errors none knows keep yaml's message and line.
+var yamlHints = []func(src []byte, err error) (Pos, string, bool){
+	yamlTabHint,
+}
+
+// yamlError returns the position and the message of the schema error for
+// err, a syntax error yaml found in src.
+func yamlError(src []byte, err error) (Pos, string) {
+	for _, hint := range yamlHints {
+		if p, msg, ok := hint(src, err); ok {
+			return p, "invalid YAML: " + msg
+		}
+	}
+	return yamlErrorPos(err), "invalid YAML: " + yamlProblem(err)
+}
+
 // yamlLine finds the line number in a YAML syntax error message.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
@@ -26,6 +45,12 @@ var yamlTabProblems = []string{
 	"found character that cannot start any token",
 	"found a tab character that violates indentation",
 	"found a tab character where an indentation space is expected",
+}
+
+// yamlTabHint explains a tab where YAML wants spaces, at the tab.
+func yamlTabHint(src []byte, err error) (Pos, string, bool) {
+	p, ok := yamlTabPos(src, err)
+	return p, "tabs are not allowed in YAML indentation: use spaces", ok
 }
 
 // yamlTabPos finds the tab that a YAML tab error is about, when err is one.
@@ -60,10 +85,11 @@ func yamlTabPos(src []byte, err error) (Pos, bool) {
 	return Pos{}, false
 }
 
-func yamlErrorMsg(err error) string {
+// yamlProblem returns yaml's message for err without the line it names.
+func yamlProblem(err error) string {
 	msg := err.Error()
 	if m := yamlLine.FindStringIndex(msg); m != nil {
 		msg = msg[m[1]:]
 	}
-	return "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")
+	return strings.TrimPrefix(msg, "yaml: ")
 }
