@@ -15,6 +15,7 @@ import (
 // error gives it. Errors none knows keep yaml's message and line.
 var yamlHints = []func(src []byte, err error) (Pos, string, bool){
 	yamlTabHint,
+	yamlLineHint,
 }
 
 // yamlError returns the position and the message of the schema error for
