@@ -102,7 +102,11 @@ func yamlOwnHint(problem string, l yamlSrcLine) (Pos, string, bool) {
 	switch {
 	case value == "":
 	case problem == yamlLineProblems[0] && l.key != "" && strings.Contains(value+" ", ": "):
-		return p, fmt.Sprintf(`the value of %q contains ": ", which YAML reads as another key: quote the value, as %q`, l.key, value), true
+		what := `contains ": "`
+		if !strings.Contains(value, ": ") {
+			what = `ends with ":"`
+		}
+		return p, fmt.Sprintf(`the value of %q %s, which YAML reads as another key: quote the value, as %q`, l.key, what, value), true
 	case problem == yamlLineProblems[4] && l.key != "" && (value == "-" || strings.HasPrefix(value, "- ")):
 		return p, fmt.Sprintf(`a list cannot start on the line of its key %q: put %q on the next line, indented more than %q`, l.key, value, l.key), true
 	case problem == yamlLineProblems[5] && strings.ContainsRune("@`", rune(value[0])):
@@ -147,10 +151,11 @@ func yamlOpenLevels(doc *yaml.Node) ([]yamlLevel, *yaml.Node) {
 // yamlPlaceHint explains a line that starts where nothing above it lets
 // it start. With c the column of its first key or "-":
 //   - c past every open level while the last key or list item already
-//     has its value on its line: the line was meant to line up with
-//     that key. Unless the value is a key glued to its own value
-//     ("key:value"), which YAML reads as a single value, and then the
-//     missing blank is the mistake, on the value's line;
+//     has its value: the line was meant to line up with that key.
+//     Unless the value is a key glued to its own value ("key:value"),
+//     which YAML reads as a single value, or plain words on the lines
+//     after the key's, at the indentation of keys: then the value's line
+//     is the mistake, a key with its ": " missing;
 //   - a line of plain words with no key and no "-": a key glued to its
 //     value, or a value gone on to a line of its own at the indentation
 //     of keys instead of past it;
@@ -174,6 +179,9 @@ func yamlPlaceHint(l yamlSrcLine, levels []yamlLevel, leaf *yaml.Node, lines []s
 		}
 		if last.list {
 			return at, fmt.Sprintf("%s is indented more than the list item on line %d, which is the single value %s: nothing can go under it", what, leaf.Line, yamlShort(leaf.Value)), true
+		}
+		if leaf.Line > last.line && leaf.Kind == yaml.ScalarNode && leaf.Style == 0 {
+			return Pos{Line: leaf.Line, Col: leaf.Column}, fmt.Sprintf(`%s is neither a key ("key: value") nor a list item ("- item"): YAML reads it as the value of %q, and then fails on line %d`, yamlShort(leaf.Value), last.key, l.num), true
 		}
 		return at, fmt.Sprintf("%s is indented more than %q on line %d, which already has a value: indent it like %q (%s)", what, last.key, last.line, last.key, spaces(last.col-1)), true
 	case !list && l.key == "" && yamlWord(l.rest):

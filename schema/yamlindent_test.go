@@ -48,6 +48,16 @@ func TestYAMLLineHints(t *testing.T) {
 		{"CRLF line ends", "a: 1\r\nb: x\r\n  c: 2\r\n",
 			`3:3: "c" is indented more than "b" on line 2, which already has a value: indent it like "b" (no spaces)`},
 
+		// (line 3: the line after the mistake)
+		{"key without its colon", "a:\n  name\n  c: 2\n",
+			`2:3: "name" is neither a key ("key: value") nor a list item ("- item"): YAML reads it as the value of "a", and then fails on line 3`},
+		{"key glued to its value, wide characters", "a:\n  ü:x\n  c: 2\n",
+			`2:4: "ü:x" has no space after ":", so YAML reads it as a single value: write "ü: x"`},
+		{"quoted key under a key that has a value", "\"a\": 1\n  'b': 2\n",
+			`2:3: "b" is indented more than "a" on line 1, which already has a value: indent it like "a" (no spaces)`},
+		{"value ending with a colon", "a: b:\n",
+			`1:4: the value of "a" ends with ":", which YAML reads as another key: quote the value, as "b:"`},
+
 		// did not find expected '-' indicator (line 5)
 		{"key one space less than its siblings", "buckets:\n  - bucket: b\n    keys:\n      - name: A\n        key: a\n       value: V\n",
 			`6:8: "value" is indented 7 spaces, which lines up with nothing above it: "key" on line 5 is indented 8`},

@@ -51,6 +51,9 @@ func parseYAMLLine(num int, text string) yamlSrcLine {
 	if i := keyColon(rest); i > 0 {
 		l.colon = i
 		l.key = strings.Trim(rest[:i], " ")
+		if k := l.key; len(k) >= 2 && (k[0] == '"' || k[0] == '\'') && k[len(k)-1] == k[0] {
+			l.key = k[1 : len(k)-1] // for messages, which quote it
+		}
 		after := rest[i+1:]
 		l.value = stripComment(strings.Trim(after, " "))
 		l.valAt = len(text) - len(strings.TrimLeft(after, " "))
@@ -100,7 +103,7 @@ func stripComment(v string) string {
 // which YAML reads as a single plain value, not as a key and its value.
 // Keys start with a letter or "_", so that times ("12:30") are not taken
 // for one, nor are URLs ("http://x").
-var glued = regexp.MustCompile(`^[A-Za-z_][\w.-]*:[^\s:/]`)
+var glued = regexp.MustCompile(`^[\p{L}_][\p{L}\p{N}_.-]*:[^\s:/]`)
 
 // gluedColon returns the index of the ':' of s when s starts with a key
 // glued to its value, else -1.
