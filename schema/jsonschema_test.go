@@ -42,8 +42,14 @@ var shapeVerdicts = map[string]string{
 	"name_collisions": "valid-shape", "overlapping_templates": "valid-shape",
 	"scope_param_conflict": "valid-shape",
 
-	"yaml_syntax": "not YAML",
+	"yaml_syntax": "not YAML", // a key one space less than its siblings
 	"yaml_tab":    "not YAML", // a tab in the indentation
+	// YAML indentation and the other mistakes the line hints explain
+	"yaml_indent_under_value": "not YAML", "yaml_indent_between": "not YAML",
+	"yaml_indent_dash_column": "not YAML", "yaml_indent_item_among_keys": "not YAML",
+	"yaml_list_on_key_line": "not YAML", "yaml_missing_space": "not YAML",
+	"yaml_colon_in_value": "not YAML", "yaml_value_over_lines": "not YAML",
+	"yaml_reserved_character": "not YAML",
 }
 
 func compileJSONSchema(t *testing.T) *jsonschema.Schema {

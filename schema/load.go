@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"go/token"
 	"os"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -34,11 +32,8 @@ func Load(file string, src []byte) (*Schema, error) {
 	l := &loader{errs: errs{file: file}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
-		if p, ok := yamlTabPos(src, err); ok {
-			l.add(p, "invalid YAML: tabs are not allowed in YAML indentation: use spaces")
-		} else {
-			l.add(yamlErrorPos(err), "%s", yamlErrorMsg(err))
-		}
+		p, msg := yamlError(src, err)
+		l.add(p, "%s", msg)
 		return nil, l.err()
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -201,63 +196,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// yamlLine finds the line number in a YAML syntax error message.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
-
-func yamlErrorPos(err error) Pos {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return Pos{Line: line, Col: 1}
-	}
-	return Pos{Line: 1, Col: 1}
-}
-
-// yamlTabProblems are the messages go.yaml.in/yaml/v3 gives for a tab where
-// YAML wants spaces. The first can also be another character (such as "@").
-var yamlTabProblems = []string{
-	"found character that cannot start any token",
-	"found a tab character that violates indentation",
-	"found a tab character where an indentation space is expected",
-}
-
-// yamlTabPos finds the tab that a YAML tab error is about, when err is one.
-// The line yaml names is not always the tab's: for a tab in the
-// indentation after a plain or block scalar, it is the scalar's line. The
-// tab is at or after the start of that line, and preceded on its own line
-// only by blanks and the indicators - ? :. It is the first such tab that,
-// with what precedes it, makes yaml fail with the same error: yaml reads
-// its input in order, so it fails at the first tab it cannot take.
-func yamlTabPos(src []byte, err error) (Pos, bool) {
-	msg := err.Error()
-	if !slices.ContainsFunc(yamlTabProblems, func(p string) bool { return strings.HasSuffix(msg, p) }) {
-		return Pos{}, false
-	}
-	from := yamlErrorPos(err).Line // 1 also when yaml names no line
-	line, lineStart := 1, 0
-	for i := 0; i < len(src); i++ {
-		switch {
-		case src[i] == '\n':
-			line, lineStart = line+1, i+1
-			continue
-		case src[i] != '\t' || line < from:
-			continue
-		case strings.Trim(string(src[lineStart:i]), " \t-?:") != "":
-			continue
-		}
-		var n yaml.Node
-		if e := yaml.Unmarshal(src[:i+1], &n); e != nil && e.Error() == msg {
-			return Pos{Line: line, Col: i - lineStart + 1}, true // only ASCII precedes it on the line
-		}
-	}
-	return Pos{}, false
-}
-
-func yamlErrorMsg(err error) string {
-	msg := err.Error()
-	if m := yamlLine.FindStringIndex(msg); m != nil {
-		msg = msg[m[1]:]
-	}
-	return "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")
 }
