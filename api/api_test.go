@@ -1,9 +1,9 @@
-// Package api_test keeps the exported API of the runtime packages in this
-// folder, one file per package (runtime/kvwatch.txt for runtime/kvwatch),
-// one line per exported name (internal/apidump), and fails on any
-// difference between a file and its package: an API change lands only
-// with its file, so that every one is seen in review. docs/compatibility.md
-// says what the files promise.
+// Package api_test keeps the exported API of the runtime packages, and of
+// the example's generated package, in this folder: one file per package
+// (runtime/kvwatch.txt for runtime/kvwatch), one line per exported name
+// (internal/apidump). It fails on any difference between a file and its
+// package, so that an API change lands only with its file and is seen in
+// review. docs/compatibility.md says what the files promise.
 package api_test
 
 import (
@@ -22,10 +22,14 @@ import (
 var update = flag.Bool("update", false, "record the current API in api/ (rewrite, add and remove the files)")
 
 // patterns are the packages whose API is recorded, relative to the
-// module's root: every package under runtime/ but the internal ones and
-// folders that hold only tests, which apidump.Load leaves out. A package
-// added under runtime/ is recorded with no change here.
-var patterns = []string{"./runtime/..."}
+// module's root:
+//   - every package under runtime/ but the internal ones and folders that
+//     hold only tests, which apidump.Load leaves out: a package added
+//     under runtime/ is recorded with no change here;
+//   - the example's generated package: what the generator gives users for
+//     the README's schema, so that a generator change that alters it shows
+//     here as well as in golden/.
+var patterns = []string{"./runtime/...", "./examples/fleet/fleetkv"}
 
 // updateCommand records the API; run from the module's root.
 const updateCommand = "go test ./api -update"
