@@ -84,7 +84,11 @@ func readRecorded(t *testing.T) map[string][]string {
 		if err != nil {
 			return err
 		}
-		recorded[filepath.ToSlash(path)] = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		var lines []string
+		if len(b) > 0 {
+			lines = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		}
+		recorded[filepath.ToSlash(path)] = lines
 		return nil
 	})
 	if err != nil {
@@ -97,7 +101,7 @@ func readRecorded(t *testing.T) map[string][]string {
 // the package is gone) and, with -update, records the current one.
 func checkFile(t *testing.T, file string, recorded, current []string) {
 	changes := apidump.Compare(recorded, current)
-	if len(changes) == 0 {
+	if len(changes) == 0 && slices.Equal(recorded, current) {
 		return
 	}
 	if *update {
@@ -109,14 +113,28 @@ func checkFile(t *testing.T, file string, recorded, current []string) {
 			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(file, []byte(strings.Join(current, "\n")+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(text(current)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 		t.Logf("recorded api/%s:\n%s", file, list(changes))
 		return
 	}
+	if len(changes) == 0 {
+		t.Errorf("api/%s holds the API of its package, but not as %s writes it (sorted, one line each): run it to rewrite the file", file, updateCommand)
+		return
+	}
 	t.Error(report(file, recorded, current, changes))
+}
+
+// text is the content of an API file: its lines, each ended by a newline.
+func text(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // report says what differs, of which class, and what to do about it.
