@@ -170,9 +170,10 @@ func (w *writer) typeDecl(obj *types.TypeName) {
 
 // fields writes the exported fields of st, a struct type of named, and
 // its embedded fields. An embedded field of an exported type stands for
-// that type's fields and methods, whose lines are the type's own; the
-// fields promoted from one of an unexported type are written as fields of
-// named, as callers see them.
+// that type's fields and methods, whose lines are the type's own. What an
+// embedded field of an unexported type promotes (its exported fields, and
+// its embedded fields of exported types) is written as named's, as
+// callers see it.
 func (w *writer) fields(head string, named *types.Named, st *types.Struct, seen map[*types.Struct]bool) {
 	if seen[st] {
 		return
@@ -187,7 +188,7 @@ func (w *writer) fields(head string, named *types.Named, st *types.Struct, seen 
 			}
 		}
 		switch {
-		case f.Embedded() && top:
+		case f.Embedded() && (top || exportedNamed(f.Type())):
 			w.emit("%s struct, embedded %s", head, w.typ(f.Type()))
 		case f.Exported():
 			w.emit("%s struct, %s %s", head, f.Name(), w.typ(f.Type()))
@@ -269,11 +270,8 @@ func (w *writer) methods(named *types.Named) {
 		if !m.Exported() {
 			continue
 		}
-		if path := sel.Index(); len(path) > 1 {
-			st := named.Underlying().(*types.Struct)
-			if exportedNamed(st.Field(path[0]).Type()) {
-				continue
-			}
+		if viaExported(named, sel.Index()) {
+			continue
 		}
 		r := "*" + recv
 		if values.Lookup(m.Pkg(), m.Name()) != nil {
@@ -281,6 +279,23 @@ func (w *writer) methods(named *types.Named) {
 		}
 		w.emit("method (%s) %s%s", r, m.Name(), w.signature(sel.Type().(*types.Signature)))
 	}
+}
+
+// viaExported reports whether the method at path (a Selection's Index)
+// is promoted through an embedded field of an exported type.
+func viaExported(named *types.Named, path []int) bool {
+	var t types.Type = named
+	for _, i := range path[:len(path)-1] {
+		st, ok := deref(t).Underlying().(*types.Struct)
+		if !ok {
+			return false
+		}
+		t = st.Field(i).Type()
+		if exportedNamed(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // writer collects the lines of one package.

@@ -36,6 +36,7 @@ const sample = `
 import (
 	"context"
 	"io"
+	"strings"
 )
 
 const Limit = 8
@@ -66,6 +67,7 @@ type Client struct {
 type base struct {
 	Shared bool
 	Name   int // shadowed by Client.Name
+	*strings.Builder
 }
 
 func (b *base) Close() error { return nil }
@@ -123,6 +125,7 @@ func TestLines(t *testing.T) {
 		`type Chans struct, Out chan<- []byte`,
 		`type Client struct`,
 		`type Client struct, Name string`,
+		`type Client struct, embedded *strings.Builder`, // promoted through base; its methods are its own lines
 		`type Client struct, Shared bool`,
 		`type Client struct, embedded io.Reader`,
 		`type Client struct, embedded *base`,
@@ -199,6 +202,7 @@ func TestCompareClassifies(t *testing.T) {
 				"removed (breaking): method (Client) Close() error",
 				"removed (breaking): type Client struct, Shared bool",
 				"removed (breaking): type Client struct, embedded *base",
+				"removed (breaking): type Client struct, embedded *strings.Builder",
 			}},
 		{"type parameter renamed", edit("func (s Set[K, V]) Get(k K) (V, bool) { v, ok := s[k]; return v, ok }", "func (s Set[Key, Val]) Get(k Key) (Val, bool) { v, ok := s[k]; return v, ok }"),
 			nil},

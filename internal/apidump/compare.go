@@ -138,7 +138,7 @@ func Name(line string) string {
 	if t, ok := strings.CutPrefix(member, "embedded "); ok {
 		// The field's name is its type's: "*x.Base[$0]" -> "Base".
 		t = strings.TrimLeft(t, "*")
-		if i := strings.LastIndex(ident2(t), "."); i >= 0 {
+		if i := strings.LastIndex(qualifiedIdent(t), "."); i >= 0 {
 			t = t[i+1:]
 		}
 		return name + ", embedded " + ident(t)
@@ -160,8 +160,8 @@ func ident(s string) string {
 	return s[:i]
 }
 
-// ident2 returns the qualified identifier s starts with ("x.Base").
-func ident2(s string) string {
+// qualifiedIdent returns the qualified identifier s starts with ("x.Base").
+func qualifiedIdent(s string) string {
 	first := ident(s)
 	if rest, ok := strings.CutPrefix(s[len(first):], "."); ok {
 		return first + "." + ident(rest)
