@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 
 	"github.com/kvwatchgen/kvwatchgen/gen"
@@ -150,24 +149,4 @@ func writeDiffs(w io.Writer, dir string, files []gen.File, problems []gen.Proble
 		}
 	}
 	return nil
-}
-
-// moduleVersion returns the version of the kvwatchgen module this binary
-// was built from: the main module when built inside it ("(devel)" for a
-// local build), or the dependency version when run with go tool.
-func moduleVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	const module = "github.com/kvwatchgen/kvwatchgen"
-	if info.Main.Path == module {
-		return info.Main.Version
-	}
-	for _, dep := range info.Deps {
-		if dep.Path == module {
-			return dep.Version
-		}
-	}
-	return "(unknown)"
 }
