@@ -162,10 +162,10 @@ var fleetMem = memRequest{Release: true}
 // its RSS moved no more than fleetMemStill since the reading before, for
 // at most fleetMemLimit. Right after 8 mirrors synced, the hub's RSS was
 // 1.4–2.4 MiB above where it settled within a second: a single reading
-// depends on when it is taken. Edges are read once: with watchers on
-// them, their RSS moved 1–2 MiB between readings 2 s apart and never
-// settled (each watcher's heartbeats and pulls); the spread over runs
-// shows that noise.
+// depends on when it is taken. Edges are read once: with 200 watchers
+// on each, their RSS moved by up to 2.5 MiB between readings under 2 s
+// apart and did not settle in 10 s; the spread over runs shows that
+// noise.
 const (
 	fleetMemEvery = 200 * time.Millisecond
 	fleetMemStill = 128 // KiB
