@@ -73,15 +73,17 @@ type fleetResult struct {
 	// those on each edge's mirror, after every watcher synced.
 	originConsumers int
 	edgeConsumers   []int
-	// hubRSSPerEdgeKiB is the hub's RSS growth from before the edges
-	// started to every mirror synced, per edge.
-	hubRSSPerEdgeKiB float64
+	// hubBeforeEdges and hubAfterEdges are the hub's memory before the
+	// edges started and once every mirror synced.
+	hubBeforeEdges, hubAfterEdges memReport
 	// memBefore and memAfter are each server's memory (hub first) before
 	// the watchers started and after they synced.
 	memBefore, memAfter []memReport
 	// subscriptions are each server's subscription count (hub first) once
-	// the watchers synced and the counts settled.
-	subscriptions []int
+	// the watchers synced and the counts settled; interestFromHub, at the
+	// same time, the subscriptions the hub had sent each edge.
+	subscriptions   []int
+	interestFromHub []int
 	// hubCPU is the CPU time the hub used during the write rounds.
 	hubCPU time.Duration
 	// latencies are the delivery latencies of every watcher, in ms.
@@ -120,7 +122,7 @@ func measureFleet(ctx context.Context, cfg fleetConfig, rounds int) (fleetResult
 		return res, err
 	}
 	defer f.stop()
-	res.hubRSSPerEdgeKiB = f.hubRSSPerEdgeKiB
+	res.hubBeforeEdges, res.hubAfterEdges = f.hubBeforeEdges, f.hubAfterEdges
 	if res.memBefore, err = f.mem(ctx); err != nil {
 		return res, err
 	}
@@ -133,6 +135,13 @@ func measureFleet(ctx context.Context, cfg fleetConfig, rounds int) (fleetResult
 	res.syncTime = time.Since(start)
 	if res.subscriptions, err = f.settledSubscriptions(ctx); err != nil {
 		return res, err
+	}
+	for _, e := range f.edges {
+		n, err := e.interestFromHub(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.interestFromHub = append(res.interestFromHub, n)
 	}
 	if res.memAfter, err = f.mem(ctx); err != nil {
 		return res, err
@@ -160,23 +169,39 @@ func reportFleet(b *bench, res fleetResult, rounds int) {
 		fmt.Sprintf("%d watchers started, %d at a time, until the last synced", cfg.watchers, fleetStartParallel))
 	b.report("fleet_origin_watcher_consumers"+s, float64(res.originConsumers), "consumers")
 	rss, heap := res.growth(0)
+	live := res.liveGrowth(0)
 	b.reportNote("fleet_hub_rss_mib"+s, float64(res.memAfter[0].RSSKiB)/1024, "MiB", "after the watchers synced")
+	b.reportNote("fleet_hub_rss_growth_kib"+s, rss, "KiB", "from before the watchers started to every one synced")
+	b.reportNote("fleet_hub_live_heap_growth_kib"+s, live, "KiB", "Go heap reachable after GC, same span")
 	b.report("fleet_hub_rss_per_watcher_kib"+s, rss/float64(cfg.watchers), "KiB")
 	b.reportNote("fleet_hub_heap_per_watcher_kib"+s, heap/float64(cfg.watchers), "KiB", "Go heap in use after GC")
+	b.reportNote("fleet_hub_live_heap_per_watcher_kib"+s, live/float64(cfg.watchers), "KiB", "Go heap reachable after GC")
 	b.reportNote("fleet_hub_subscriptions"+s, float64(res.subscriptions[0]), "subscriptions", "/varz, once settled")
 	if cfg.edges > 0 {
 		b.reportNote("fleet_consumers_per_edge"+s, mean(intsToFloats(res.edgeConsumers)), "consumers",
 			fmt.Sprintf("min %d, max %d", slices.Min(res.edgeConsumers), slices.Max(res.edgeConsumers)))
-		b.report("fleet_hub_rss_per_edge_kib"+s, res.hubRSSPerEdgeKiB, "KiB")
-		var rssPer, heapPer []float64
+		edgesRSS, edgesLive := res.hubEdgesGrowth()
+		b.reportNote("fleet_hub_rss_growth_edges_kib"+s, edgesRSS, "KiB",
+			fmt.Sprintf("hub, from before the %d edges started to every mirror synced", cfg.edges))
+		b.reportNote("fleet_hub_live_heap_growth_edges_kib"+s, edgesLive, "KiB", "Go heap reachable after GC, same span")
+		b.report("fleet_hub_rss_per_edge_kib"+s, edgesRSS/float64(cfg.edges), "KiB")
+		var rssPer, heapPer, livePer, rssGrowth, rssBefore []float64
 		for i := range res.edgeConsumers {
 			rss, heap := res.growth(1 + i)
-			rssPer = append(rssPer, rss/float64(watchersOn(cfg, i)))
-			heapPer = append(heapPer, heap/float64(watchersOn(cfg, i)))
+			n := float64(watchersOn(cfg, i))
+			rssPer = append(rssPer, rss/n)
+			heapPer = append(heapPer, heap/n)
+			livePer = append(livePer, res.liveGrowth(1+i)/n)
+			rssGrowth = append(rssGrowth, rss)
+			rssBefore = append(rssBefore, float64(res.memBefore[1+i].RSSKiB)/1024)
 		}
+		b.reportNote("fleet_edge_rss_mib_before_watchers"+s, mean(rssBefore), "MiB", "mean over the edges, mirror synced")
+		b.reportNote("fleet_edge_rss_growth_kib"+s, mean(rssGrowth), "KiB", "mean over the edges")
 		b.reportNote("fleet_edge_rss_per_watcher_kib"+s, mean(rssPer), "KiB", "mean over the edges")
 		b.reportNote("fleet_edge_heap_per_watcher_kib"+s, mean(heapPer), "KiB", "mean over the edges; Go heap in use after GC")
-		b.reportNote("fleet_edge_subscriptions"+s, mean(intsToFloats(res.subscriptions[1:])), "subscriptions", "mean over the edges")
+		b.reportNote("fleet_edge_live_heap_per_watcher_kib"+s, mean(livePer), "KiB", "mean over the edges; Go heap reachable after GC")
+		b.reportNote("fleet_edge_subscriptions"+s, mean(intsToFloats(res.subscriptions[1:])), "subscriptions",
+			fmt.Sprintf("mean over the edges; min %d, max %d", slices.Min(res.subscriptions[1:]), slices.Max(res.subscriptions[1:])))
 	}
 	b.reportNote("fleet_hub_cpu_ms_per_round"+s, float64(res.hubCPU)/float64(time.Millisecond)/float64(rounds), "ms",
 		fmt.Sprintf("hub CPU time over the %d rounds, per round of %d writes", rounds, fleetTenants))
@@ -191,6 +216,19 @@ func reportFleet(b *bench, res fleetResult, rounds int) {
 func (res fleetResult) growth(i int) (rss, heap float64) {
 	before, after := res.memBefore[i], res.memAfter[i]
 	return float64(after.RSSKiB) - float64(before.RSSKiB), float64(after.HeapKiB) - float64(before.HeapKiB)
+}
+
+// liveGrowth is server i's growth of reachable Go heap (KiB) over the
+// same span as growth.
+func (res fleetResult) liveGrowth(i int) float64 {
+	return float64(res.memAfter[i].LiveHeapKiB) - float64(res.memBefore[i].LiveHeapKiB)
+}
+
+// hubEdgesGrowth is the hub's RSS and reachable-heap growth (KiB) from
+// before the edges started to every mirror synced.
+func (res fleetResult) hubEdgesGrowth() (rss, live float64) {
+	before, after := res.hubBeforeEdges, res.hubAfterEdges
+	return float64(after.RSSKiB) - float64(before.RSSKiB), float64(after.LiveHeapKiB) - float64(before.LiveHeapKiB)
 }
 
 // watchersOn is the number of watchers on edge i (watcher j is on edge
@@ -226,8 +264,9 @@ func reportFleetHeadlines(b *bench, results []fleetResult) error {
 		return errors.New("no edge configuration, or none with the recommended settings")
 	}
 	note := edge.cfg.name()
+	rss, _ := edge.hubEdgesGrowth()
 	b.reportNote("fleet_origin_watcher_consumers", float64(edge.originConsumers), "consumers", note)
-	b.reportNote("fleet_hub_rss_per_edge_kib", edge.hubRSSPerEdgeKiB, "KiB", note)
+	b.reportNote("fleet_hub_rss_per_edge_kib", rss/float64(edge.cfg.edges), "KiB", note)
 	b.reportNote("fleet_delivery_p50_ms", percentile(edge.latencies, 0.50), "ms", note)
 	b.reportNote("fleet_delivery_p99_ms", percentile(edge.latencies, 0.99), "ms", note)
 	b.reportNote("fleet_hub_subscriptions_isolated", float64(isolated.subscriptions[0]), "subscriptions", isolated.cfg.name())

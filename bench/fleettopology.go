@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -19,14 +20,16 @@ import (
 type fleet struct {
 	hub   *childServer
 	edges []*childServer
-	// hubRSSPerEdgeKiB: see fleetResult.
-	hubRSSPerEdgeKiB float64
+	// hubBeforeEdges and hubAfterEdges are the hub's memory before the
+	// edges started and once every mirror synced (zero without edges).
+	hubBeforeEdges, hubAfterEdges memReport
 }
 
 // startFleet starts the hub with the bucket loaded (every key of every
 // tenant), then the edges, each with its mirror, and returns once every
-// mirror holds the bucket. The hub's RSS is measured before the edges and
-// after their mirrors synced. On error nothing is left running.
+// mirror holds the bucket. The hub's memory is measured (settledMem)
+// before the edges and after their mirrors synced. On error nothing is
+// left running.
 func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 	ports := make([]int, 2+cfg.edges) // hub leafnode, hub monitoring, each edge's monitoring
 	for i := range ports {
@@ -50,7 +53,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 	if cfg.edges == 0 {
 		return f, nil
 	}
-	before, err := f.hub.mem(ctx)
+	f.hubBeforeEdges, err = settledMem(ctx, f.hub)
 	if err != nil {
 		f.stop()
 		return nil, err
@@ -74,12 +77,11 @@ func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 			return nil, err
 		}
 	}
-	after, err := f.hub.mem(ctx)
+	f.hubAfterEdges, err = settledMem(ctx, f.hub)
 	if err != nil {
 		f.stop()
 		return nil, err
 	}
-	f.hubRSSPerEdgeKiB = (float64(after.RSSKiB) - float64(before.RSSKiB)) / float64(cfg.edges)
 	return f, nil
 }
 
@@ -151,11 +153,63 @@ func (f *fleet) stop() {
 	}
 }
 
-// mem is each server's memory (hub first), measured after a GC in it.
+// fleetMem is how the fleet scenarios measure a server's memory: after a
+// GC that also returns the freed memory to the OS, so that RSS growth is
+// what the server holds, not what its runtime has yet to give back.
+var fleetMem = memRequest{Release: true}
+
+// The hub's memory is read until it is still: every fleetMemEvery, until
+// its RSS moved no more than fleetMemStill since the reading before, for
+// at most fleetMemLimit. Right after 8 mirrors synced, the hub's RSS was
+// 1.4–2.4 MiB above where it settled within a second: a single reading
+// depends on when it is taken. Edges are read once: with 200 watchers
+// on each, their RSS moved by up to 2.5 MiB between readings under 2 s
+// apart and did not settle in 10 s; the spread over runs shows that
+// noise.
+const (
+	fleetMemEvery = 200 * time.Millisecond
+	fleetMemStill = 128 // KiB
+	fleetMemLimit = 10 * time.Second
+)
+
+// settledMem reads s's memory as fleetMem says until it is still, and
+// returns the last reading; past fleetMemLimit it returns the last
+// reading anyway (the spread over runs then shows it).
+func settledMem(ctx context.Context, s *childServer) (memReport, error) {
+	last, err := s.memWith(ctx, fleetMem)
+	if err != nil {
+		return last, err
+	}
+	deadline := time.Now().Add(fleetMemLimit)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(fleetMemEvery):
+		}
+		now, err := s.memWith(ctx, fleetMem)
+		if err != nil {
+			return now, err
+		}
+		moved := math.Abs(float64(now.RSSKiB) - float64(last.RSSKiB))
+		last = now
+		if moved <= fleetMemStill {
+			break
+		}
+	}
+	return last, nil
+}
+
+// mem is each server's memory (hub first): the hub's once still
+// (settledMem), each edge's read once, as fleetMem says.
 func (f *fleet) mem(ctx context.Context) ([]memReport, error) {
-	var out []memReport
-	for _, s := range f.servers() {
-		m, err := s.mem(ctx)
+	hub, err := settledMem(ctx, f.hub)
+	if err != nil {
+		return nil, err
+	}
+	out := []memReport{hub}
+	for _, e := range f.edges {
+		m, err := e.memWith(ctx, fleetMem)
 		if err != nil {
 			return nil, err
 		}

@@ -95,22 +95,51 @@ type varzInfo struct {
 // varz reads the /varz of a server of a fleet.
 func (c *childServer) varz(ctx context.Context) (varzInfo, error) {
 	var v varzInfo
+	err := c.monitor(ctx, "varz", &v)
+	return v, err
+}
+
+// leafzInfo is the part of a server's /leafz the fleet scenarios read:
+// per leafnode connection, the subscriptions the other side sent.
+type leafzInfo struct {
+	Leafs []struct {
+		Subscriptions int `json:"subscriptions"`
+	} `json:"leafs"`
+}
+
+// interestFromHub is, on an edge, the number of subscriptions the hub
+// has sent it over their leafnode connection (its /leafz): the interest
+// the hub passes on from its own clients and the other edges.
+func (c *childServer) interestFromHub(ctx context.Context) (int, error) {
+	var l leafzInfo
+	if err := c.monitor(ctx, "leafz", &l); err != nil {
+		return 0, err
+	}
+	if len(l.Leafs) != 1 {
+		return 0, fmt.Errorf("leafz of %s: %d leafnode connections, want 1", c.leaf.Name, len(l.Leafs))
+	}
+	return l.Leafs[0].Subscriptions, nil
+}
+
+// monitor reads the monitoring endpoint (varz, leafz) of a server of a
+// fleet into v.
+func (c *childServer) monitor(ctx context.Context, endpoint string, v any) error {
 	if c.leaf == nil {
-		return v, fmt.Errorf("varz: %s is not a server of a fleet", c.URL)
+		return fmt.Errorf("%s: %s is not a server of a fleet", endpoint, c.URL)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/varz", c.leaf.HTTPPort), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/%s", c.leaf.HTTPPort, endpoint), nil)
 	if err != nil {
-		return v, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return v, fmt.Errorf("varz of %s: %w", c.leaf.Name, err)
+		return fmt.Errorf("%s of %s: %w", endpoint, c.leaf.Name, err)
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		return v, fmt.Errorf("varz of %s: %w", c.leaf.Name, err)
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("%s of %s: %w", endpoint, c.leaf.Name, err)
 	}
-	return v, nil
+	return nil
 }

@@ -6,6 +6,7 @@
 //	go run ./bench -scenario consumers -quick    # one scenario, ~60 s at most
 //	go run ./bench -scenario all -json           # one JSON object per figure
 //	go run ./bench -scenario all -charts bench/charts   # also write SVG charts
+//	go run ./bench -scenario fleet-sizing -fleet-runs 5  # hub costs per edge and watcher
 //
 // The nats-server under test runs in a child process (this binary again),
 // so its memory is measured apart from the client's. See BENCHMARKS.md for
@@ -44,6 +45,7 @@ var scenarios = []scenario{
 	{"read-paths", "the server's side of reading 100 scopes by direct get: in flight, halves, pinned (replies not decoded)", runReadPaths},
 	{"failover", "time from a server crash to the first event after it: kvwatch vs kv.WatchFiltered", runFailover},
 	{"fleet", "a hub and E edges with KV mirrors: consumers, memory, subscriptions and delivery latency per watcher", runFleet},
+	{"fleet-sizing", "the hub's memory and subscriptions per edge and per watcher, fitted over fleets of several sizes and runs, default and recommended settings", runFleetSizing},
 	{"backpressure", "client memory while a handler over 100x slower than the publisher falls behind", runBackpressure},
 	{"modify", "read-modify-write of one key by 1, 4 and 16 concurrent ModifyItem callers: updates/s, conflicts, lost updates", runModify},
 	{"index", "what a cache index costs a watcher per update: the drain of bench vs benchix (the same items, indexed by owner)", runIndex},
@@ -60,6 +62,8 @@ type bench struct {
 	tiny bool
 	// charts is the folder to write SVG charts to, "" for none.
 	charts string
+	// fleet are the fleet-sizing scenario's flags.
+	fleet fleetOptions
 }
 
 // report adds a figure of the running scenario.
@@ -107,7 +111,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	charts := fs.String("charts", "", "write SVG charts into this `folder`")
 	timeout := fs.Duration("timeout", 15*time.Minute, "bound on each scenario")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client process to `file`")
+	fleetSizes := fs.String("fleet-sizes", "", "fleet-sizing scenario: the `sizes` to fit over, comma-separated e<edges>_w<watchers>, each run with default and recommended settings (default "+fleetSizingDefault+")")
+	fleetRuns := fs.Int("fleet-runs", 0, "fleet-sizing scenario: measure every size `n` times (0: 3, 1 with -quick)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fleet := fleetOptions{runs: *fleetRuns}
+	if *fleetSizes != "" {
+		sizes, err := parseFleetSizes(*fleetSizes)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 2
+		}
+		fleet.sizes = sizes
+	}
+	if *fleetRuns < 0 {
+		fmt.Fprintln(stderr, "bench: -fleet-runs must be 0 or more")
 		return 2
 	}
 	if *cpuProfile != "" {
@@ -141,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	r := &reporter{out: stdout, json: *asJSON}
-	if err := runScenarios(r, selected, *quick, false, *charts, *timeout); err != nil {
+	if err := runScenarios(r, selected, *quick, false, *charts, *timeout, fleet); err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
@@ -149,12 +168,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // runScenarios runs each scenario within timeout.
-func runScenarios(r *reporter, selected []scenario, quick, tiny bool, charts string, timeout time.Duration) error {
+func runScenarios(r *reporter, selected []scenario, quick, tiny bool, charts string, timeout time.Duration, fleet fleetOptions) error {
 	for _, s := range selected {
 		r.say("\n%s: %s", s.name, s.about)
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		start := time.Now()
-		err := s.run(ctx, &bench{reporter: r, scenario: s.name, quick: quick, tiny: tiny, charts: charts})
+		err := s.run(ctx, &bench{reporter: r, scenario: s.name, quick: quick, tiny: tiny, charts: charts, fleet: fleet})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)

@@ -32,7 +32,7 @@ func TestScenariosSmoke(t *testing.T) {
 	var out bytes.Buffer
 	charts := t.TempDir()
 	r := &reporter{out: &out, json: true}
-	if err := runScenarios(r, scenarios, false, true, charts, 2*time.Minute); err != nil {
+	if err := runScenarios(r, scenarios, false, true, charts, 2*time.Minute, fleetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	names := map[string]float64{}
@@ -54,7 +54,11 @@ func TestScenariosSmoke(t *testing.T) {
 		"fleet_origin_watcher_consumers_e0_w4": 4,
 		"fleet_origin_watcher_consumers":       0,
 		"fleet_consumers_per_edge_e1_w4":       4,
-		"modify_lost_updates":                  0,
+		// Each watcher's interest reaches the hub with default settings
+		// (2 subscriptions), none with the recommended ones.
+		"fleet_sizing_hub_subscriptions_per_watcher":          2,
+		"fleet_sizing_hub_subscriptions_per_watcher_isolated": 0,
+		"modify_lost_updates":                                 0,
 	}
 	if v := names["failover_seconds_kvwatch"]; v >= 3 {
 		t.Errorf("failover_seconds_kvwatch = %v, want under 3 s", v)
@@ -67,7 +71,7 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned",
 		"generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key", "failover_seconds_kvwatch",
 		"failover_seconds_meta_leader_loss_max", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
-		"fleet_hub_subscriptions_isolated",
+		"fleet_hub_subscriptions_isolated", "fleet_sizing_hub_live_heap_kib_per_edge", "fleet_sizing_edge_rss_kib_per_own_watcher_isolated",
 		"modify_updates_per_second_w1", "modify_updates_per_second_w16",
 		"restart_to_synced_seconds_checkpoint_file", "restart_to_synced_seconds_full_read"} {
 		if v, ok := names[name]; !ok || v <= 0 {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +50,17 @@ type memReport struct {
 	RSSKiB     uint64 `json:"rss_kib"`
 	HeapKiB    uint64 `json:"heap_kib"`
 	Goroutines int    `json:"goroutines"`
+	// LiveHeapKiB is the Go heap the last GC found reachable
+	// (runtime/metrics /gc/heap/live:bytes): no free spans, no garbage.
+	LiveHeapKiB uint64 `json:"live_heap_kib"`
+}
+
+// memRequest asks the child for its memory. With Release, the child
+// returns the memory its heap freed to the OS before it reads its RSS
+// (debug.FreeOSMemory): the RSS then does not depend on when the runtime's
+// background scavenger last ran, only on what the server holds.
+type memRequest struct {
+	Release bool `json:"release,omitempty"`
 }
 
 // loadRequest asks the child to write Count entries: entry i has key
@@ -215,8 +228,13 @@ func (c *childServer) stop() {
 
 // mem asks the child for its memory after a GC.
 func (c *childServer) mem(ctx context.Context) (memReport, error) {
+	return c.memWith(ctx, memRequest{})
+}
+
+// memWith asks the child for its memory as req says.
+func (c *childServer) memWith(ctx context.Context, req memRequest) (memReport, error) {
 	var r memReport
-	err := c.request(ctx, ctlSubject(subjMem, c.leaf), nil, &r)
+	err := c.request(ctx, ctlSubject(subjMem, c.leaf), req, &r)
 	return r, err
 }
 
@@ -292,10 +310,19 @@ func serveChild(dir string) error {
 		return err
 	}
 	nc.Subscribe(ctlSubject(subjMem, leaf), func(m *nats.Msg) {
-		runtime.GC()
+		var req memRequest
+		json.Unmarshal(m.Data, &req) // an empty or null body is the default request
+		if req.Release {
+			debug.FreeOSMemory() // a GC, then the freed memory back to the OS
+		} else {
+			runtime.GC()
+		}
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		reply, _ := json.Marshal(memReport{RSSKiB: rssKiB(os.Getpid()), HeapKiB: ms.HeapInuse / 1024, Goroutines: runtime.NumGoroutine()})
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(live)
+		reply, _ := json.Marshal(memReport{RSSKiB: rssKiB(os.Getpid()), HeapKiB: ms.HeapInuse / 1024, Goroutines: runtime.NumGoroutine(),
+			LiveHeapKiB: live[0].Value.Uint64() / 1024})
 		m.Respond(reply)
 	})
 	nc.Subscribe(ctlSubject(subjLoad, leaf), func(m *nats.Msg) {
