@@ -51,7 +51,8 @@ const (
 	batchWait = 100 * time.Millisecond
 )
 
-// pendingBatch is the batch the tail is collecting.
+// pendingBatch is the batch the tail is collecting. It only holds
+// entries: the tail applies them (applyHeld) and advances its plan.
 type pendingBatch struct {
 	id      string
 	entries []rawEntry
@@ -60,29 +61,30 @@ type pendingBatch struct {
 // held reports whether entries of a batch are held.
 func (b *pendingBatch) held() bool { return len(b.entries) > 0 }
 
-// take delivers e, or holds it with the rest of its batch; it reports
-// whether it held e (more of the batch may follow).
-func (b *pendingBatch) take(w *Watcher, plan *catchUp, e rawEntry, hdr nats.Header) bool {
-	var id string
-	var last bool // e is the batch's last message
-	if len(hdr) > 0 && !e.state {
-		id, last = batchMark(hdr)
+// mark returns the batch e belongs to ("" for none) and whether e is its
+// last message. The entries of a state (a last-per-subject delivery) are
+// each a key's newest, not a batch's, whatever their marks.
+func (b *pendingBatch) mark(e rawEntry, hdr nats.Header) (id string, last bool) {
+	if len(hdr) == 0 || e.state {
+		return "", false
 	}
-	if b.id != "" && id != b.id {
-		b.flush(w, plan)
-	}
-	if id == "" {
-		w.deliver(e)
-		plan.applied(e.revision)
-		return false
-	}
+	return batchMark(hdr)
+}
+
+// closes reports whether an entry of batch id (or of none) ends the batch
+// held: a message of another batch, or of none, comes after all of it.
+func (b *pendingBatch) closes(id string) bool { return b.id != "" && id != b.id }
+
+// hold adds e, of batch id, to the entries held.
+func (b *pendingBatch) hold(id string, e rawEntry) {
 	b.id = id
 	b.entries = append(b.entries, e)
-	if !last {
-		return true
-	}
-	b.flush(w, plan)
-	return false
+}
+
+// reset forgets the entries held (keeping the slice's room).
+func (b *pendingBatch) reset() {
+	clear(b.entries)
+	b.id, b.entries = "", b.entries[:0]
 }
 
 // batchMark returns the batch a message belongs to, if any, and whether it
@@ -98,15 +100,4 @@ func batchMark(hdr nats.Header) (id string, last bool) {
 	}
 	pos, count, ok := strings.Cut(hdr.Get(ownBatchPosHeader), "/")
 	return id, ok && pos == count
-}
-
-// flush applies the entries held, if any.
-func (b *pendingBatch) flush(w *Watcher, plan *catchUp) {
-	if len(b.entries) == 0 {
-		return
-	}
-	w.deliverBatch(b.entries)
-	plan.applied(b.entries[len(b.entries)-1].revision)
-	clear(b.entries)
-	b.id, b.entries = "", b.entries[:0]
 }

@@ -21,9 +21,13 @@ import "github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 // entry overwritten before the seal read its place was overwritten by one
 // at or below the seal's end, which the seal or the consumer delivered.
 
-// catchUp is what a tail must do before the watcher (or a SetScopes call)
-// counts as caught up. It lives on the event goroutine.
-type catchUp struct {
+// catchUpPlan is what a tail must do before the watcher (or a SetScopes
+// call) counts as caught up: the one plan every path makes (startPlan,
+// readPlan, rescopePlan, a resumed watcher's delta, a consumer reset goes
+// on with it), held in w.plan. Once finished it stays as the live tail's
+// plan (live): from is then the last revision applied. It lives on the
+// event goroutine.
+type catchUpPlan struct {
 	// from is the revision the consumer starts after. The caches hold the
 	// state of every scope up to from, except the keys skip covers, which
 	// a read brought further. The tail advances it as it applies entries,
@@ -73,14 +77,17 @@ type catchUp struct {
 	done func()
 }
 
+// live reports whether the plan is the live tail's: no catch-up pending.
+func (c *catchUpPlan) live() bool { return !c.pending }
+
 // needsNothing reports whether there is nothing to catch up: the caches
 // are exact at from, and nothing after it is needed.
-func (c *catchUp) needsNothing() bool {
+func (c *catchUpPlan) needsNothing() bool {
 	return c.exact && !c.lastPerSubject && c.skip == nil && c.target <= c.from
 }
 
 // applied records that the tail applied every entry up to rev, in order.
-func (c *catchUp) applied(rev uint64) {
+func (c *catchUpPlan) applied(rev uint64) {
 	if rev > c.from {
 		c.from = rev
 	}
@@ -94,15 +101,15 @@ func (c *catchUp) applied(rev uint64) {
 
 // initialEntry reports whether an entry of key delivered now is flagged
 // Initial.
-func (c *catchUp) initialEntry(key string) bool {
+func (c *catchUpPlan) initialEntry(key string) bool {
 	return c.initial || (c.added != nil && c.added.Matches(key))
 }
 
 // reached reports whether the tail is at or past the target.
-func (c *catchUp) reached() bool { return !c.lastPerSubject && c.from >= c.target }
+func (c *catchUpPlan) reached() bool { return !c.lastPerSubject && c.from >= c.target }
 
 // finish ends the catch-up: the plan becomes the live tail, and done runs.
-func (c *catchUp) finish() {
+func (c *catchUpPlan) finish() {
 	done := c.done
 	c.pending, c.skip, c.initial, c.added, c.done = false, nil, false, nil, nil
 	if done != nil {

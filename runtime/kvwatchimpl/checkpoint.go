@@ -165,7 +165,7 @@ func (w *Watcher) resumedBindings(r *Checkpoint) ([]AnyBinding, error) {
 // that catch-up: read the initial state, or, when resumed, the delta from
 // the checkpoint or a re-list compared with it. Its done delivers what a
 // re-list did not find as deletes, then marks the watcher synced.
-func (w *Watcher) startPlan(ctx context.Context) (*catchUp, error) {
+func (w *Watcher) startPlan(ctx context.Context) (*catchUpPlan, error) {
 	stream, err := w.readableStream(ctx)
 	if err != nil {
 		return nil, err
@@ -188,7 +188,7 @@ func (w *Watcher) startPlan(ctx context.Context) (*catchUp, error) {
 
 // resumeOrRead returns the catch-up of a resumed watcher (the delta, or a
 // re-list) or of a fresh one (the read).
-func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*catchUp, error) {
+func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*catchUpPlan, error) {
 	r := w.cfg.Resume
 	if r == nil {
 		return w.readPlan(ctx, stream)
@@ -228,7 +228,7 @@ func (w *Watcher) resumeOrRead(ctx context.Context, stream jetstream.Stream) (*c
 	w.setStreamCreated(info.Created)
 	w.learnDirectGet(info)
 	w.setRevision(r.Revision)
-	return &catchUp{from: r.Revision, target: info.State.LastSeq, pending: true, path: pathResume}, nil
+	return &catchUpPlan{from: r.Revision, target: info.State.LastSeq, pending: true, path: pathResume}, nil
 }
 
 // resumedWentBack checks, on the stream the checkpoint was taken on (same

@@ -2,7 +2,6 @@ package kvwatchimpl
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,22 +14,6 @@ import (
 
 // This file is what a watcher knows of a bucket that is a mirror: an
 // edge server's copy of a hub's bucket (docs/fleet.md).
-
-// validBucketName checks a bucket name given at run time (WithBucket) as
-// schema/ checks the schema's: a NATS KV bucket name.
-func validBucketName(name string) error {
-	if name == "" {
-		return fmt.Errorf("kvwatch: empty bucket name")
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
-		default:
-			return fmt.Errorf("kvwatch: bucket name %q: %q is not allowed (only A-Z, a-z, 0-9, _ and -)", name, c)
-		}
-	}
-	return nil
-}
 
 // learnStream takes from the stream's info what shapes the watch: a
 // mirror of a bucket named otherwise keeps the origin's subjects, so the

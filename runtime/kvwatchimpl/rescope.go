@@ -211,7 +211,7 @@ func (w *Watcher) rescopeWaiting() bool { return w.rescopes.waitingAny() }
 // on the event goroutine and returns the catch-up the tail must seal. sw
 // records the switch of filters, which the first attempt makes: a retry
 // after a transient error only reads again.
-func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp, error) {
+func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUpPlan, error) {
 	if err := w.ensureSameStream(); err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 		// exact at R (an entry overwritten before the consumer got to it
 		// comes later, as its newer entry): sealed from R like any
 		// catch-up.
-		return &catchUp{from: sw.rev, pending: true, done: finish}, nil
+		return &catchUpPlan{from: sw.rev, pending: true, done: finish}, nil
 	}
 	stream, err := w.js.Stream(w.ctx, w.stream)
 	if err != nil {
@@ -245,7 +245,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	if !w.directGet {
 		// The consumer delivers the state of every scope itself; what the
 		// cache already holds brings no event.
-		return &catchUp{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
+		return &catchUpPlan{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
 	}
 	// Read the added scopes as they are now (one atomic request where they
 	// fit: a read pinned at an older revision makes the server scan for
@@ -254,7 +254,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	switch {
 	case errors.Is(err, directget.ErrNoDirectGet):
 		w.noDirectGet()
-		return &catchUp{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
+		return &catchUpPlan{lastPerSubject: true, target: last, pending: true, initial: true, path: pathConsumer, done: finish}, nil
 	case err != nil:
 		return nil, err
 	}
@@ -267,14 +267,14 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	addedKeys := w.keyMatcher(added)
 	if len(sw.old) == 0 {
 		w.setRevision(res.oldest)
-		return &catchUp{from: res.oldest, skip: res.marks.window(w, nil, 0), target: res.newest, exact: res.atomic,
+		return &catchUpPlan{from: res.oldest, skip: res.marks.window(w, nil, 0), target: res.newest, exact: res.atomic,
 			pending: true, added: addedKeys, done: finish}, nil
 	}
 	skip := res.marks.window(w, added, res.oldest)
 	if res.oldest < sw.rev {
 		skip = skip.with(&dedupeWindow{groups: []dedupeGroup{{keys: w.keyMatcher(sw.old), upTo: sw.rev}}, upTo: sw.rev})
 	}
-	return &catchUp{from: min(sw.rev, res.oldest), skip: skip, target: max(res.newest, sw.rev), pending: true,
+	return &catchUpPlan{from: min(sw.rev, res.oldest), skip: skip, target: max(res.newest, sw.rev), pending: true,
 		added: addedKeys, done: finish}, nil
 }
 

@@ -263,7 +263,7 @@ func (w *Watcher) checkNotBack(ctx context.Context, info *jetstream.StreamInfo) 
 	// Check 3 holds once the watcher is live: while a catch-up brings
 	// scopes in (a read, the consumer's own delivery), their entries up to
 	// the revision are still on their way.
-	live := w.plan != nil && !w.plan.pending
+	live := w.plan != nil && w.plan.live()
 	wb, err := w.wentBack(ctx, info, rev, as, live)
 	switch {
 	case err != nil:

@@ -66,7 +66,7 @@ func (w *Watcher) watch() error {
 			return err
 		}
 	} else {
-		w.plan = &catchUp{exact: true, pending: true, initial: true, done: w.markSynced}
+		w.plan = &catchUpPlan{exact: true, pending: true, initial: true, done: w.markSynced}
 	}
 	for attempt := 0; ; {
 		received := w.stats.received.Load()

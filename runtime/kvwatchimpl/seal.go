@@ -59,7 +59,7 @@ const (
 // plan.from and the watcher's revision to that end; complete reports
 // whether it got there. Cut short, it advances them as far as it read,
 // and end is where the stream had got to as far as the seal knows.
-func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete bool, err error) {
+func (w *Watcher) seal(ctx context.Context, plan *catchUpPlan) (end uint64, complete bool, err error) {
 	if err := w.ensureSameStream(); err != nil {
 		return 0, false, err
 	}
@@ -90,7 +90,7 @@ func (w *Watcher) seal(ctx context.Context, plan *catchUp) (end uint64, complete
 
 // scanDeliver returns how entries read in order without a consumer are
 // delivered: those in the watcher's scopes, as ordered entries of plan.
-func (w *Watcher) scanDeliver(plan *catchUp) func(rawEntry) {
+func (w *Watcher) scanDeliver(plan *catchUpPlan) func(rawEntry) {
 	return func(e rawEntry) {
 		if !w.matchesScopes(e.key) {
 			return

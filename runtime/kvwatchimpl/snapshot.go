@@ -58,12 +58,12 @@ const (
 //     consumer path: docs/design.md);
 //   - otherwise by the consumer's own last-per-subject delivery, sealed
 //     once it has passed the stream's last sequence as it was before.
-func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUp, error) {
+func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUpPlan, error) {
 	info := stream.CachedInfo()
 	w.setStreamCreated(info.Created)
 	w.seenFrom = 0 // a read of the whole state sees every key's newest entry
 	last := info.State.LastSeq
-	byConsumer := &catchUp{lastPerSubject: true, target: last, pending: true, path: pathConsumer}
+	byConsumer := &catchUpPlan{lastPerSubject: true, target: last, pending: true, path: pathConsumer}
 	w.learnDirectGet(info)
 	if !w.directGet {
 		return byConsumer, nil
@@ -77,7 +77,7 @@ func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catch
 		return nil, err
 	}
 	w.setRevision(res.oldest)
-	return &catchUp{from: res.oldest, skip: res.marks.window(w, nil, 0), target: res.newest, exact: res.atomic, pending: true, path: res.path}, nil
+	return &catchUpPlan{from: res.oldest, skip: res.marks.window(w, nil, 0), target: res.newest, exact: res.atomic, pending: true, path: res.path}, nil
 }
 
 // readableStream returns the watcher's stream with its info: the first

@@ -1,5 +1,7 @@
 package kvwatchimpl
 
+import "fmt"
+
 // BucketSpec describes a bucket to the runtime. Generated code declares one
 // per bucket; it is read-only after that.
 type BucketSpec struct {
@@ -17,4 +19,20 @@ type BucketSpec struct {
 type ScopeSpec struct {
 	Name   string // Go name, used in errors
 	Prefix string // template prefix
+}
+
+// validBucketName checks a bucket name given at run time (WithBucket) as
+// schema/ checks the schema's: a NATS KV bucket name.
+func validBucketName(name string) error {
+	if name == "" {
+		return fmt.Errorf("kvwatch: empty bucket name")
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return fmt.Errorf("kvwatch: bucket name %q: %q is not allowed (only A-Z, a-z, 0-9, _ and -)", name, c)
+		}
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -114,116 +113,38 @@ func (w *Watcher) sameStream(info *jetstream.StreamInfo) error {
 }
 
 // tailOnce runs one consumer of the tail until it breaks
-// (*errConsumerBroken) or tail must return.
+// (*errConsumerBroken) or tail must return. Its steps: open the consumer
+// and its iterator (openRun), finish a catch-up with nothing to deliver,
+// then per message: hand SetScopes requests over, wait for room in the
+// handlers' queues, take the next message (or an idle timeout, which
+// seals), turn it into an entry, apply it (or hold it with its batch),
+// and seal once the catch-up seems done.
 func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
-	plan := w.plan
-	at := func() consumerStart { return consumerStart{lastPerSubject: plan.lastPerSubject, after: plan.from} }
-	cons, err := w.consumer.start(w.ctx, w.filters, at, w.bridge)
-	if err != nil {
-		if w.ctx.Err() != nil {
-			return nil
-		}
+	r, err := w.openRun(reconnected)
+	if r == nil {
 		return err
 	}
-	if w.consumer.attempts > 1 {
-		// The stream was checked before the first attempt; a bucket made
-		// again while they failed would take this consumer silently.
-		if err := w.checkStream(); err != nil {
-			return err
-		}
+	defer r.close()
+	if err := r.finishIfNothingToDeliver(); err != nil {
+		return err
 	}
-	if w.js.Conn().Stats().Reconnects != w.checkedAt {
-		// Created after a reconnect the stream was not checked since (a
-		// server restored from an older store): check it first.
-		return &errConsumerBroken{why: "reconnected before the consumer was created"}
-	}
-	// 1,000 messages a pull: a consumer's initial delivery of a state went
-	// faster than with nats.go's default 500, and the client buffers at
-	// most one pull, 1,000 values (BENCHMARKS.md, Design decisions:
-	// "tail.go: 1,000 messages a pull").
-	it, err := cons.Messages(jetstream.PullHeartbeat(w.cfg.Heartbeat), jetstream.PullMaxMessages(1000),
-		jetstream.WithMessagesErrOnMissingHeartbeat(true))
-	if err != nil {
-		return w.consumerErr(err)
-	}
-	defer it.Stop()
-	// SetScopes stops this iterator from now on, not an earlier one (the
-	// cached state of setTailStop is forgotten first).
-	w.tailStoppable = true
-	w.setTailStop(nil)
-	defer w.setTailStop(nil)
-	// Stopping the iterator is how the context, SetScopes and a reconnect
-	// end reading: Next then returns at once (an option per call would
-	// allocate per message).
-	stopOnCancel := context.AfterFunc(w.ctx, it.Stop)
-	defer stopOnCancel()
-	resetWanted := make(chan struct{}, 1)
-	stopOnReconnect := make(chan struct{})
-	var watching sync.WaitGroup
-	defer watching.Wait()
-	defer close(stopOnReconnect)
-	watching.Go(func() {
-		select {
-		case <-reconnected:
-			resetWanted <- struct{}{}
-			it.Stop()
-		case <-stopOnReconnect:
-		}
-	})
-	pending := uint64(0)
-	if info := cons.CachedInfo(); info != nil {
-		pending = info.NumPending
-	}
-	// A consumer delivering the last entry per key delivers the state
-	// first: its first pending messages (counted at its creation), then
-	// changes.
-	var stateEntries uint64
-	if plan.lastPerSubject {
-		stateEntries = pending
-	}
-	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.bucket),
-		slog.String("consumer", w.consumer.current()), slog.Uint64("after", plan.from), slog.Uint64("pending", pending))
-	if plan.pending && (pending == 0 || plan.needsNothing()) {
-		if plan.lastPerSubject && pending == 0 {
-			// Nothing in scope at all (the count at creation is exact):
-			// the state is empty as of the target.
-			plan.lastPerSubject, plan.from = false, max(plan.from, plan.target)
-		}
-		if err := w.sealAndFinish("nothing to deliver"); err != nil {
-			return err
-		}
-	}
-	var lastSeq uint64 // the consumer's own sequence of the last message
-	stop := it.Stop    // one method value, not one a message
-	// batch holds the entries of an atomic batch until it is whole. When
-	// the tail ends (a SetScopes handed over, a broken consumer), what it
-	// holds is not applied: the next consumer starts after the watcher's
-	// revision, before them, and delivers the batch again, whole.
-	var batch pendingBatch
 	for {
-		if err := w.takeRescopes(stop); err != nil {
+		if err := w.takeRescopes(r.stop); err != nil {
 			return err
 		}
 		w.waitForRoom() // backpressure: the handlers' queues first (listener.go)
-		var msg jetstream.Msg
-		if batch.held() && pending == 0 {
-			msg, err = it.Next(jetstream.NextMaxWait(batchWait))
-		} else if plan.pending && !plan.lastPerSubject && pending <= idleCheckBelow {
-			msg, err = it.Next(jetstream.NextMaxWait(sealIdle))
-		} else {
-			msg, err = it.Next()
-		}
+		msg, err := r.next()
 		switch {
 		case err == nil:
 		case w.ctx.Err() != nil:
 			return nil
 		case errors.Is(err, nats.ErrTimeout):
-			batch.flush(w, plan)
+			r.applyHeld()
 			if err := w.sealAndFinish("idle"); err != nil {
 				return err
 			}
 			continue
-		case len(resetWanted) > 0:
+		case len(r.resetWanted) > 0:
 			return &errConsumerBroken{why: "reconnected"}
 		case errors.Is(err, jetstream.ErrMsgIteratorClosed) && w.rescopeWaiting():
 			continue // takeRescopes hands the request over
@@ -233,43 +154,17 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		default:
 			return w.consumerErr(err)
 		}
-		meta, ok := parseAckMeta(msg.Reply())
-		if !ok {
-			continue // not a JetStream message: cannot happen on a consumer
+		e, hdr, ok, err := r.entry(msg)
+		if err != nil {
+			return err
 		}
-		if meta.consumerSeq != lastSeq+1 {
-			// A message lost between the server and here (a slow
-			// consumer on the client's side, a pull that expired).
-			return &errConsumerBroken{why: "gap in the consumer's sequence"}
-		}
-		lastSeq, pending = meta.consumerSeq, meta.pending
-		w.stats.pending.Store(meta.pending)
-		rev := meta.streamSeq
-		if rev <= plan.from && !plan.lastPerSubject {
-			continue // the seal delivered it already
-		}
-		key, ok := w.keyOf(msg.Subject())
 		if !ok {
 			continue
 		}
-		w.stats.received.Add(1)
-		hdr := msg.Headers()
-		op, marker := entryOp(hdr)
-		e := rawEntry{
-			key:      key,
-			value:    msg.Data(),
-			op:       op,
-			marker:   marker,
-			revision: rev,
-			created:  time.Unix(0, meta.timestamp),
-			initial:  plan.initialEntry(key),
-			ordered:  true,
-			state:    meta.consumerSeq <= stateEntries,
-		}
-		if batch.take(w, plan, e, hdr) {
+		if !r.apply(e, hdr) {
 			continue // the rest of its batch follows
 		}
-		if plan.pending && (plan.reached() || meta.pending == 0) {
+		if r.plan.pending && (r.plan.reached() || r.pending == 0) {
 			if err := w.sealAndFinish("caught up"); err != nil {
 				return err
 			}
@@ -286,7 +181,7 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 // finishes the next time, without one: exact only eventually.
 func (w *Watcher) sealAndFinish(why string) error {
 	plan := w.plan
-	if !plan.pending {
+	if plan.live() {
 		return nil
 	}
 	switch {
@@ -325,7 +220,7 @@ const maxSealAttempts = 3
 // Between messages, and before the first: stop ends the tail's reading,
 // for a request that comes while it waits for a message.
 func (w *Watcher) takeRescopes(stop func()) error {
-	if w.plan.pending {
+	if !w.plan.live() {
 		w.setTailStop(nil)
 		return nil
 	}

@@ -32,48 +32,86 @@ import (
 // Start is cancelled, or on a terminal error (Err). A handler, OnSynced,
 // OnError or the body of an Events loop may call any method: none waits
 // for a delivery to the code that called it.
+//
+// Its fields are grouped by who owns them. Lock order: state.mu before mu
+// (admit) and before a listener's mu (queuing an event under the state
+// lock); mu, rescopes.mu, a listener's mu, ckptFile.mu and mirror.mu are
+// taken last, never while waiting for anything.
 type Watcher struct {
+	// Set by Start, read-only after: any goroutine reads them.
 	js  jetstream.JetStream
 	cfg config.Watch
 	// ckptFile is the checkpoint file WithCheckpointFile names, nil
-	// without one.
+	// without one (its saver goroutine owns its state, under its mu).
 	ckptFile *checkpointFile
 	spec     *BucketSpec
 	bucket   string // the bucket watched: spec.Bucket, or WithBucket's
 	stream   string // "KV_" + bucket
 	// subjectPrefix is "$KV.<bucket>.", or of the origin's bucket when the
 	// stream is a mirror of a bucket named otherwise (its messages keep
-	// the origin's subjects). Set by Start, read-only after.
+	// the origin's subjects).
 	subjectPrefix string
-	// startStream is the stream as Start found it: the first read uses its
-	// info instead of asking again (see readableStream). Set before the
-	// watch goroutine starts, then only used there.
-	startStream jetstream.Stream
-	bindings    []AnyBinding
-	templates   []*Template // templates[i] belongs to bindings[i]
-	scopes      []compiledScope
-	filters     []string // normalized; empty means watch nothing
-	// scopeKeys matches keys against the filters: the keys in scope.
-	scopeKeys *subjects.Matcher
-
-	state    state // caches and revision
-	restored int   // entries restored from a checkpoint
+	bindings      []AnyBinding
+	templates     []*Template // templates[i] belongs to bindings[i]
+	scopes        []compiledScope
+	// restored counts the entries restored from a checkpoint;
 	// oldestRestored is the lowest revision among them.
+	restored       int
 	oldestRestored uint64
-	stats          counters
 	ctx            context.Context
 	cancel         context.CancelFunc
+	// errAtStart is the connection's last error when the watcher started:
+	// an older permissions violation is not this watcher's.
+	errAtStart string
+
+	// Closed or signalled once, read by any goroutine.
+	//
 	// ended is closed when the event goroutine has done its part: the
 	// watch is over, its consumer deleted, its other goroutines gone.
 	ended chan struct{}
 	// done is closed once the listeners' goroutines have exited too
 	// (Done).
-	done chan struct{}
+	done     chan struct{}
+	syncOnce sync.Once
+	synced   chan struct{} // closed once synced
 
+	// Guarded by state.mu: the caches and revision, and what is read or
+	// changed with them.
+	state state
+	// anchors are the newest entries applied: what tells a stream that
+	// went back (rewind.go).
+	anchors anchors
+	// regsSynced is set once the watcher is synced: a registration added
+	// later syncs after its replay, one added before with the others
+	// (registration.go).
+	regsSynced bool
+
+	// Guarded by mu.
+	mu sync.Mutex
+	// filters are the consumer's filters, normalized (empty: watch
+	// nothing); scopeKeys matches keys against them. Written by the event
+	// goroutine only (setFilters), which reads them without the lock.
+	filters   []string
+	scopeKeys *subjects.Matcher
+	err       error  // terminal error, set before done is closed
+	statePath string // how the initial state was read (Stats)
+	// resumePath is how a resumed watcher caught up (Stats).
+	resumePath string
+	stopTail   func() // stops the live tail's consumer iterator, if any
+	// drainerList holds the listeners' goroutines, for Stop. halted is set
+	// by Stop (or the end of Start's ctx), over once the event goroutine
+	// ended: no goroutine starts after either.
+	drainerList []*listener
+	halted      bool
+	over        bool
+
+	// Synchronized by themselves (atomics, wait groups, their own locks).
+	stats counters
 	// Listeners (listener.go): own is the watcher's own handlers, with
-	// OnSynced and OnError (nil when it has none); listening every
-	// registration not removed, own and loops included, copied on write
-	// under state.mu and read by the event goroutine without a lock.
+	// OnSynced and OnError (nil when it has none; set by Start);
+	// listening every registration not removed, own and loops included,
+	// copied on write under state.mu and read by the event goroutine
+	// without a lock.
 	own       *Registration
 	listening atomic.Pointer[[]*Registration]
 	// waiters counts the callers waiting for the event goroutine; while
@@ -85,76 +123,58 @@ type Watcher struct {
 	movers     atomic.Int32
 	waiterCame chan struct{}
 	room       chan struct{}
-	// drainers counts the listeners' goroutines; drainerList holds them
-	// (w.mu), for Stop. halted is set by Stop (or the end of Start's ctx),
-	// over once the event goroutine ended: no goroutine starts after
-	// either (w.mu).
-	drainers    sync.WaitGroup
-	drainerList []*listener
-	halted      bool
-	over        bool
-
-	syncOnce sync.Once
-	synced   chan struct{} // closed once synced
-
-	// Event goroutine only: the catch-up the tail follows (catchup.go),
-	// the one consumer, and whether the stream answers direct gets (those
-	// two written under mu too: WaitRevision reads them).
-	plan      *catchUp
-	consumer  *tailConsumer
-	directGet bool
-	// directStream is the stream name direct gets are sent to: the
-	// watcher's, or a direct-only mirror's origin (learnDirectGet).
-	directStream string
-	// verifyStream is set after the tail broke: before the next consumer,
-	// the stream must be the one the caches come from (checkStream).
-	verifyStream bool
-	// tailStoppable mirrors stopTail != nil (see setTailStop).
-	tailStoppable bool
+	// drainers counts the listeners' goroutines.
+	drainers sync.WaitGroup
+	// rescopes holds the SetScopes calls for the event goroutine.
+	rescopes rescopeQueue
+	// lastWentBack is the last stream gone back reported (WaitRevision).
+	lastWentBack atomic.Pointer[kvwatch.StreamWentBackError]
 	// mirror is what the watcher knows of its stream as a mirror (Stats).
 	mirror mirrorHealth
 	// bg tracks goroutines besides the event goroutine (watchMirror): the
 	// event goroutine waits for them before the watch is done.
 	bg sync.WaitGroup
 
+	// The event goroutine's own: no other goroutine touches them, but
+	// for the two written under mu too.
+	//
+	// startStream is the stream as Start found it: the first read uses
+	// its info instead of asking again (see readableStream).
+	startStream jetstream.Stream
+	// plan is the catch-up the tail follows (catchup.go); not pending, it
+	// is the live tail.
+	plan     *catchUpPlan
+	consumer *tailConsumer
+	// directGet is whether the stream answers direct gets, directStream
+	// the stream they are sent to: the watcher's, or a direct-only
+	// mirror's origin (learnDirectGet). Written under mu too:
+	// WaitRevision reads them.
+	directGet    bool
+	directStream string
+	// verifyStream is set after the tail broke: before the next consumer,
+	// the stream must be the one the caches come from (checkStream).
+	verifyStream bool
+	// tailStoppable mirrors stopTail != nil (see setTailStop).
+	tailStoppable bool
 	// otherStream is set while the watcher re-lists a stream other than
 	// the one its caches come from (a resumed watcher's bucket made again,
 	// a stream that went back): the revisions of the cached entries say
 	// nothing about the stream's.
 	otherStream bool
-	// anchors are the newest entries applied, guarded by state.mu: what
-	// tells a stream that went back (rewind.go); rewound says why a
-	// resumed watcher found its stream gone back since the checkpoint.
-	anchors anchors
+	// rewound says why a resumed watcher found its stream gone back since
+	// the checkpoint.
 	rewound string
-	// lastWentBack is the last stream gone back reported (WaitRevision).
-	lastWentBack atomic.Pointer[kvwatch.StreamWentBackError]
 	// checkedAt is the connection's reconnect count when the stream was
-	// last checked (event goroutine only; ensureSameStream); msgGetRefused
-	// is set once the connection was refused the stream's message API,
-	// which checks the stream without direct get.
+	// last checked (ensureSameStream); msgGetRefused is set once the
+	// connection was refused the stream's message API, which checks the
+	// stream without direct get.
 	checkedAt     uint64
 	msgGetRefused bool
 	// seenFrom is the revision after which the watcher has seen every
-	// entry in its scopes (event goroutine only): a resumed watcher's
-	// delta knows those at or below its checkpoint only as the
-	// checkpoint's entries, not their deletes.
+	// entry in its scopes: a resumed watcher's delta knows those at or
+	// below its checkpoint only as the checkpoint's entries, not their
+	// deletes.
 	seenFrom uint64
-
-	mu         sync.Mutex
-	err        error  // terminal error, set before done is closed
-	statePath  string // how the initial state was read (Stats)
-	resumePath string // how a resumed watcher caught up (Stats)
-	stopTail   func() // stops the live tail's consumer iterator, if any
-
-	rescopes rescopeQueue // SetScopes calls for the event goroutine
-	// regsSynced is set, under state.mu, once the watcher is synced: a
-	// registration added later syncs after its replay, one added before
-	// with the others (shared.go).
-	regsSynced bool
-	// errAtStart is the connection's last error when the watcher started:
-	// an older permissions violation is not this watcher's.
-	errAtStart string
 }
 
 // For generated code (WatchNetwork and the like call it). Start validates

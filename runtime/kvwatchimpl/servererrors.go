@@ -13,6 +13,10 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 )
 
+// This file turns server errors into what a watcher does and says: the
+// ones that end the watch (terminal), a missing JetStream, and a refused
+// permission named with the subject and where the permissions are listed.
+
 // consumerErr wraps an error from creating or running the consumer with
 // what to do about it.
 func (w *Watcher) consumerErr(err error) error {

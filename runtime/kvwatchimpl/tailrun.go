@@ -1,0 +1,223 @@
+package kvwatchimpl
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// tailRun is one consumer's run of the tail (tailOnce): the consumer's
+// iterator, the ways to stop it, and what the tail keeps from one message
+// to the next. It lives on the event goroutine.
+type tailRun struct {
+	w    *Watcher
+	plan *catchUpPlan
+	it   jetstream.MessagesContext
+	// stop is it.Stop, one method value rather than one a message. Three
+	// things stop the iterator, so that Next returns at once (an option
+	// per call would allocate per message): the watch's context
+	// (stopOnCancel), a SetScopes request (takeRescopes hands it stop)
+	// and a reconnect (resetWanted is then set).
+	stop         func()
+	stopOnCancel func() bool
+	resetWanted  chan struct{}
+	endWatching  chan struct{} // closed by close: the reconnect watcher exits
+	watching     sync.WaitGroup
+	// lastSeq is the consumer's own sequence of the last message: the
+	// next must follow it, or a message was lost (a gap).
+	lastSeq uint64
+	// pending is what the server still held for the consumer when it sent
+	// the last message (at the consumer's creation before the first).
+	pending uint64
+	// stateEntries is the number of the consumer's first messages that
+	// are the state (the newest entry of every key) when it delivers the
+	// last entry per key: its pending count at creation.
+	stateEntries uint64
+	// batch holds the entries of an atomic batch until it is whole. When
+	// the run ends (a SetScopes handed over, a broken consumer), what it
+	// holds is not applied: the next consumer starts after the watcher's
+	// revision, before them, and delivers the batch again, whole.
+	batch pendingBatch
+}
+
+// openRun creates the run's consumer, from the plan's revision, and its
+// iterator. It returns a nil run when tailOnce must return err at once (nil
+// when the watch's context ended).
+func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
+	plan := w.plan
+	at := func() consumerStart { return consumerStart{lastPerSubject: plan.lastPerSubject, after: plan.from} }
+	cons, err := w.consumer.start(w.ctx, w.filters, at, w.bridge)
+	if err != nil {
+		if w.ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if w.consumer.attempts > 1 {
+		// The stream was checked before the first attempt; a bucket made
+		// again while they failed would take this consumer silently.
+		if err := w.checkStream(); err != nil {
+			return nil, err
+		}
+	}
+	if w.js.Conn().Stats().Reconnects != w.checkedAt {
+		// Created after a reconnect the stream was not checked since (a
+		// server restored from an older store): check it first.
+		return nil, &errConsumerBroken{why: "reconnected before the consumer was created"}
+	}
+	// 1,000 messages a pull: a consumer's initial delivery of a state went
+	// faster than with nats.go's default 500, and the client buffers at
+	// most one pull, 1,000 values (BENCHMARKS.md, Design decisions:
+	// "tail.go: 1,000 messages a pull").
+	it, err := cons.Messages(jetstream.PullHeartbeat(w.cfg.Heartbeat), jetstream.PullMaxMessages(1000),
+		jetstream.WithMessagesErrOnMissingHeartbeat(true))
+	if err != nil {
+		return nil, w.consumerErr(err)
+	}
+	r := &tailRun{w: w, plan: plan, it: it, stop: it.Stop,
+		resetWanted: make(chan struct{}, 1), endWatching: make(chan struct{})}
+	// SetScopes stops this iterator from now on, not an earlier one (the
+	// cached state of setTailStop is forgotten first).
+	w.tailStoppable = true
+	w.setTailStop(nil)
+	r.stopOnCancel = context.AfterFunc(w.ctx, it.Stop)
+	r.watching.Go(func() {
+		select {
+		case <-reconnected:
+			r.resetWanted <- struct{}{}
+			it.Stop()
+		case <-r.endWatching:
+		}
+	})
+	if info := cons.CachedInfo(); info != nil {
+		r.pending = info.NumPending
+	}
+	// A consumer delivering the last entry per key delivers the state
+	// first: its first pending messages (counted at its creation), then
+	// changes.
+	if plan.lastPerSubject {
+		r.stateEntries = r.pending
+	}
+	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.bucket),
+		slog.String("consumer", w.consumer.current()), slog.Uint64("after", plan.from), slog.Uint64("pending", r.pending))
+	return r, nil
+}
+
+// close ends the run: the reconnect watcher exits, the context no longer
+// stops the iterator, SetScopes no longer reaches it, and it stops.
+func (r *tailRun) close() {
+	close(r.endWatching)
+	r.watching.Wait()
+	r.stopOnCancel()
+	r.w.setTailStop(nil)
+	r.it.Stop()
+}
+
+// finishIfNothingToDeliver finishes a pending catch-up at once when the
+// consumer has nothing to deliver, or the caches need nothing after its
+// start.
+func (r *tailRun) finishIfNothingToDeliver() error {
+	plan := r.plan
+	if !plan.pending || (r.pending != 0 && !plan.needsNothing()) {
+		return nil
+	}
+	if plan.lastPerSubject && r.pending == 0 {
+		// Nothing in scope at all (the count at creation is exact): the
+		// state is empty as of the target.
+		plan.lastPerSubject, plan.from = false, max(plan.from, plan.target)
+	}
+	return r.w.sealAndFinish("nothing to deliver")
+}
+
+// next returns the next message, waiting for it at most: batchWait while
+// a batch is held and nothing is pending (the rest of it is being
+// stored); sealIdle while a catch-up is near its end (the consumer's count
+// can include entries overwritten since, which never come); otherwise
+// until the iterator is stopped. A wait that ends is nats.ErrTimeout.
+func (r *tailRun) next() (jetstream.Msg, error) {
+	switch {
+	case r.batch.held() && r.pending == 0:
+		return r.it.Next(jetstream.NextMaxWait(batchWait))
+	case r.plan.pending && !r.plan.lastPerSubject && r.pending <= idleCheckBelow:
+		return r.it.Next(jetstream.NextMaxWait(sealIdle))
+	}
+	return r.it.Next()
+}
+
+// entry turns msg into the entry to apply, with its headers; ok is false
+// for a message to skip: one the seal delivered already, one whose subject
+// is no key of the bucket. A gap in the consumer's sequence (a message
+// lost between the server and here: a slow consumer on the client's side,
+// a pull that expired) is an *errConsumerBroken.
+func (r *tailRun) entry(msg jetstream.Msg) (e rawEntry, hdr nats.Header, ok bool, err error) {
+	meta, ok := parseAckMeta(msg.Reply())
+	if !ok {
+		return rawEntry{}, nil, false, nil // not a JetStream message: cannot happen on a consumer
+	}
+	if meta.consumerSeq != r.lastSeq+1 {
+		return rawEntry{}, nil, false, &errConsumerBroken{why: "gap in the consumer's sequence"}
+	}
+	r.lastSeq, r.pending = meta.consumerSeq, meta.pending
+	w := r.w
+	w.stats.pending.Store(meta.pending)
+	rev := meta.streamSeq
+	if rev <= r.plan.from && !r.plan.lastPerSubject {
+		return rawEntry{}, nil, false, nil // the seal delivered it already
+	}
+	key, ok := w.keyOf(msg.Subject())
+	if !ok {
+		return rawEntry{}, nil, false, nil
+	}
+	w.stats.received.Add(1)
+	hdr = msg.Headers()
+	op, marker := entryOp(hdr)
+	return rawEntry{
+		key:      key,
+		value:    msg.Data(),
+		op:       op,
+		marker:   marker,
+		revision: rev,
+		created:  time.Unix(0, meta.timestamp),
+		initial:  r.plan.initialEntry(key),
+		ordered:  true,
+		state:    meta.consumerSeq <= r.stateEntries,
+	}, hdr, true, nil
+}
+
+// apply applies e to the caches and advances the plan past it, or holds it
+// with the rest of its atomic batch (batch.go): a batch is applied at
+// once, when its last message comes, or when a message of another batch
+// or of none shows it was cut. It reports whether e was applied (false:
+// held, more of its batch follows).
+func (r *tailRun) apply(e rawEntry, hdr nats.Header) bool {
+	id, last := r.batch.mark(e, hdr)
+	if r.batch.closes(id) {
+		r.applyHeld()
+	}
+	if id == "" {
+		r.w.deliver(e)
+		r.plan.applied(e.revision)
+		return true
+	}
+	r.batch.hold(id, e)
+	if !last {
+		return false
+	}
+	r.applyHeld()
+	return true
+}
+
+// applyHeld applies the batch held, if any, at once, and advances the plan
+// past it.
+func (r *tailRun) applyHeld() {
+	if !r.batch.held() {
+		return
+	}
+	r.w.deliverBatch(r.batch.entries)
+	r.plan.applied(r.batch.entries[len(r.batch.entries)-1].revision)
+	r.batch.reset()
+}
