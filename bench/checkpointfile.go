@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // runCheckpointFile measures a restart: the time from starting a watcher

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 )
 
 // eventClock records when events above a revision arrive.

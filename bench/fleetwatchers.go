@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 	"github.com/nats-io/nats.go"
+
+	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 )
 
 // This file runs the fleet scenario's watchers: it starts them, a few at

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 )
 
 // syncReaders are the ways to read the initial state of 100 scopes.

@@ -25,9 +25,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // scenario is one benchmark.

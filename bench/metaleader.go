@@ -7,9 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // runMetaLeaderLoss kills (SIGKILL) the node of a 3-node cluster that

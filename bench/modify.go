@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 )
 
 // modifyWriters are the numbers of concurrent modifiers of the one key.

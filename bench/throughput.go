@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/bench/benchkv"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // reader is one way of following updates of prefix 0, counting what it

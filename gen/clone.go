@@ -2,6 +2,7 @@ package gen
 
 import (
 	"github.com/dave/jennifer/jen"
+
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 

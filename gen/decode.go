@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"github.com/dave/jennifer/jen"
+
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/dave/jennifer/jen"
+
 	"github.com/kvwatchgen/kvwatchgen/internal/version"
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 )
 
 // The grammar's rules (charset, parameter names, canonical decimals) are

@@ -6,9 +6,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
 )
 
 // edgeNodes is what runs on the edges: a mirror of the bucket on each,

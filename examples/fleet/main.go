@@ -30,8 +30,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
 )
 
 func main() {

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
 // TestExample runs the example end to end on its embedded server and

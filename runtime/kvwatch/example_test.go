@@ -7,11 +7,12 @@ import (
 	"log"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
 	"github.com/kvwatchgen/kvwatchgen/internal/exampleserver"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // These examples use the fleet example's generated package, fleetkv

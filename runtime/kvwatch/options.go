@@ -1,9 +1,10 @@
 package kvwatch
 
 import (
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"log/slog"
 	"time"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 )
 
 // Option configures a watcher.

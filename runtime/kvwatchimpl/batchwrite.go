@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 )
 
 // This file is writing several keys atomically: an atomic batch publish

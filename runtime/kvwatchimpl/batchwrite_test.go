@@ -4,9 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 )
 
 // A batch's answer is read as the server writes it: the commit's sequence,

@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
-
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // Microbenchmarks of the hot paths, with allocation counts:

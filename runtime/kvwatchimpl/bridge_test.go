@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // unanswered is a JetStream client whose consumer creations go

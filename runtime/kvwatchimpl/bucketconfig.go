@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/duration"
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 )
 
 // This file creates a bucket with the configuration its schema declares

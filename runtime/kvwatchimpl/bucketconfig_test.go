@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )

@@ -6,12 +6,11 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // This file is resume: a watcher hands out a checkpoint (its caches at one

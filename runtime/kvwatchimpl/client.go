@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // This file is typed access to single entries, for writers and one-off

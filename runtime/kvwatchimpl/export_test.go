@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
 // revisionLog records the revision of every route event, by key, with the

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
 // A watcher on an edge server watches the edge's mirror of the hub's

@@ -3,11 +3,10 @@ package kvwatchimpl
 import (
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // KV headers, as written by nats.go and the server.

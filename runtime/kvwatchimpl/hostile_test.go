@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // 1,000 random byte strings as values and random keys inside the scope:

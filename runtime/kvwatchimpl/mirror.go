@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // This file is what a watcher knows of a bucket that is a mirror: an

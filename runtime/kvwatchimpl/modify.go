@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // This file is read-modify-write with retry, as Kubernetes' RetryOnConflict

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
-	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
 // noJetStreamText is what every first request to a server without

@@ -9,15 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // This file is reading a bucket without a watcher and without a consumer:

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // This file is live re-scoping: SetScopes changes what a running watcher

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // pollConsumers samples the consumer count of the network stream every

@@ -9,13 +9,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // This file is a stream that went back in time. A server can lose writes

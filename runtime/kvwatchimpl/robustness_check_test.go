@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // This file checks what the robustness test's watchers delivered against

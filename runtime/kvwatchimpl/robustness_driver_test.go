@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
 // This file is the robustness test's driver: the topologies it runs on,

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // This file is how the robustness test checks a life that the store going

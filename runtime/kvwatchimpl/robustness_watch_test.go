@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // This file is the robustness test's watcher side: each watcher records

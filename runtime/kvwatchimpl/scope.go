@@ -3,10 +3,9 @@ package kvwatchimpl
 import (
 	"fmt"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
-	"github.com/kvwatchgen/kvwatchgen/internal/keys"
 )
 
 // For generated code. Scopes is what one watcher watches: the union of

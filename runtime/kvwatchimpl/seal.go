@@ -11,9 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // This file seals a catch-up (see catchup.go): it reads every entry

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
@@ -120,7 +119,7 @@ func TestScanOutpacedByOtherTenantsWrites(t *testing.T) {
 			}
 		}
 	})
-	kvwatchtest.Eventually(t, 5*time.Second, "the other tenants writing", func() bool { return written.Load() > 5000 })
+	kvwatchtest.Eventually(t, 20*time.Second, "the other tenants writing", func() bool { return written.Load() > 5000 })
 
 	addr := latencyProxy(t, s.Addr().String(), 25*time.Millisecond)
 	nc, err := nats.Connect("nats://" + addr)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // This file turns server errors into what a watcher does and says: the

@@ -8,12 +8,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // readResult is what a read without a consumer found: the state of its

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
 // checkSyncedState fails unless every key in want was delivered, flagged

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/kvwatchgen/kvwatchgen/internal/keys"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // Template is a compiled key template such as "vpc.{vpc}.route.{route_id}":

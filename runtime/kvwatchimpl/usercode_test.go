@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // This file is the watcher's methods called from where user code runs:

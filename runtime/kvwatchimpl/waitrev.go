@@ -7,9 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // This file is read-your-writes: a node that wrote a value (a typed write

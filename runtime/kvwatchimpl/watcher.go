@@ -12,12 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // Watcher watches the entries of one bucket within a set of scopes, with

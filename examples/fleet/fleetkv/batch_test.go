@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 

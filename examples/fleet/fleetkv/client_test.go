@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
@@ -320,5 +319,30 @@ func TestClientConflictsOnAReplicatedBucket(t *testing.T) {
 	var n int64
 	if _, err := b.ModifyRoute(ctx, key, func(r *fleetkv.Route) error { n++; r.Metric++; return nil }); err != nil || n != 1 {
 		t.Errorf("ModifyRoute on R3: %v after %d calls", err, n)
+	}
+}
+
+// OpenNetworkBucket opens the bucket WithBucketName names, and a missing
+// bucket matches nats.go's own sentinel.
+func TestOpenBucketByNameAndMissing(t *testing.T) {
+	js := kvwatchtest.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := fleetkv.OpenNetworkBucket(ctx, js); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("OpenNetworkBucket of a missing bucket = %v, want jetstream.ErrBucketNotFound", err)
+	}
+	if _, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{All: true}, fleetkv.NetworkHandlers{}); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("WatchNetwork of a missing bucket = %v, want jetstream.ErrBucketNotFound", err)
+	}
+	kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network-staging"})
+	b, err := fleetkv.OpenNetworkBucket(ctx, js, kvclient.WithBucketName("network-staging"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.KeyValue().Bucket() != "network-staging" {
+		t.Errorf("opened %s, want network-staging", b.KeyValue().Bucket())
+	}
+	if _, err := fleetkv.OpenNetworkBucket(ctx, js, kvclient.WithBucketName("a.b")); err == nil || !strings.Contains(err.Error(), "a.b") {
+		t.Errorf("OpenNetworkBucket of an invalid name = %v, want an error naming it", err)
 	}
 }

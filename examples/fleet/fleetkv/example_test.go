@@ -6,10 +6,11 @@ import (
 	"log"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
-	"github.com/kvwatchgen/kvwatchgen/internal/exampleserver"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
+	"github.com/kvwatchgen/kvwatchgen/internal/exampleserver"
 )
 
 // A node watches the VPCs it hosts with one typed watcher: the initial

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Generated keys round-trip, and parsers say why a key does not match.

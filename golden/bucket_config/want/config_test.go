@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
