@@ -1,34 +1,19 @@
-// Package exampleserver starts an embedded JetStream nats-server for the
+// Package exampleserver starts the embedded JetStream nats-server of the
 // repository's runnable examples (Example functions), which have no
-// testing.T to hand to runtime/kvwatchtest.
+// testing.T: it is kvwatchtest.StartServer with default options, reduced
+// to what an example prints and needs.
 package exampleserver
 
-import (
-	"errors"
-	"os"
-	"time"
+import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 
-	"github.com/nats-io/nats-server/v2/server"
-)
-
-// Start starts a JetStream server on a random local port with a temporary
-// store and returns its client URL and a function that shuts it down and
-// removes the store.
+// Start starts a JetStream server on a random loopback port with a
+// temporary store (kvwatchtest.StartServer) and returns its client URL and
+// a function that shuts it down and removes the store; the caller must
+// call it.
 func Start() (url string, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "kvwatchgen-example-")
+	s, stop, err := kvwatchtest.StartServer(nil)
 	if err != nil {
 		return "", nil, err
 	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		os.RemoveAll(dir)
-		return "", nil, errors.New("exampleserver: nats-server did not start within 10s")
-	}
-	return s.ClientURL(), func() { s.Shutdown(); s.WaitForShutdown(); os.RemoveAll(dir) }, nil
+	return s.ClientURL(), stop, nil
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,103 +17,55 @@ import (
 
 // Node is an embedded server that can be stopped and started again with
 // the same store and ports, as a restart or the loss of a machine is.
+// Server is nil until it first started, and the stopped server after
+// Stop.
 type Node struct {
 	*server.Server
-	opts server.Options // as started, with the ports it got
+	opts server.Options // as given, with the store folder and the port it got
+	stop func()
 }
 
-// StartNode starts a server like ServerWith does and keeps what it needs
-// to restart it. The server is shut down when the test ends.
+// StartNode starts a server with opts through StartServer, with its store
+// in a folder of the test's (t.TempDir()) when opts.StoreDir is empty, and
+// keeps what it needs to restart it: the options, the store and the
+// client port it got. It fails the test if the server does not start. The
+// server is shut down when the test ends.
 func StartNode(t testing.TB, opts *server.Options) *Node {
 	t.Helper()
-	n := &Node{opts: fillOptions(t, opts)}
+	n := &Node{opts: nodeOptions(t, opts)}
 	n.start(t)
 	t.Cleanup(n.Stop)
 	return n
 }
 
-// fillOptions completes opts for a test server: JetStream, a temporary
-// store, loopback, random ports.
-func fillOptions(t testing.TB, opts *server.Options) server.Options {
+// nodeOptions copies opts, giving the server a store folder of the test's
+// when it names none: it outlives a Stop, for the next start.
+func nodeOptions(t testing.TB, opts *server.Options) server.Options {
 	o := *opts
-	o.JetStream = true
 	if o.StoreDir == "" {
 		o.StoreDir = t.TempDir()
 	}
-	if o.Host == "" {
-		o.Host = "127.0.0.1"
-	}
-	if o.Port == 0 {
-		o.Port = -1
-	}
-	o.NoSigs = true
 	return o
 }
 
 func (n *Node) start(t testing.TB) {
 	t.Helper()
 	if err := n.tryStart(); err != nil {
-		t.Fatalf("kvwatchtest: %v", err)
+		t.Fatal(err)
 	}
 }
 
-// tryStart starts the server and waits until it takes connections. A
-// listener that cannot bind (a port picked free and taken since, by
-// another test's server) fails at once instead of after the wait.
+// tryStart starts the server and keeps the port it got, so that a restart
+// comes back on it.
 func (n *Node) tryStart() error {
-	opts := n.opts // the server keeps and changes its own copy
-	s, err := server.NewServer(&opts)
+	s, stop, err := StartServer(&n.opts)
 	if err != nil {
-		return fmt.Errorf("new server: %w", err)
+		return err
 	}
-	fatal := &fatalLog{}
-	s.SetLoggerV2(fatal, false, false, false)
-	s.Start()
-	deadline := time.Now().Add(20 * time.Second)
-	for !s.ReadyForConnections(100 * time.Millisecond) {
-		msg := fatal.first()
-		if msg == "" && time.Now().Before(deadline) {
-			continue
-		}
-		s.Shutdown()
-		s.WaitForShutdown()
-		if msg == "" {
-			msg = "not ready within 20s"
-		}
-		return fmt.Errorf("server %s: %s", n.opts.ServerName, msg)
-	}
-	n.Server = s
-	// Keep the ports it got, so that a restart comes back on them.
+	n.Server, n.stop = s, stop
 	n.opts.Port = s.Addr().(*net.TCPAddr).Port
 	return nil
 }
-
-// fatalLog is a server logger that keeps the server's fatal errors (which
-// include a listener that cannot bind) and drops everything else.
-type fatalLog struct {
-	mu  sync.Mutex
-	msg string
-}
-
-func (l *fatalLog) Fatalf(format string, v ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.msg == "" {
-		l.msg = fmt.Sprintf(format, v...)
-	}
-}
-
-func (l *fatalLog) first() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.msg
-}
-
-func (*fatalLog) Noticef(string, ...any) {}
-func (*fatalLog) Warnf(string, ...any)   {}
-func (*fatalLog) Errorf(string, ...any)  {}
-func (*fatalLog) Debugf(string, ...any)  {}
-func (*fatalLog) Tracef(string, ...any)  {}
 
 // freePort returns a loopback TCP port nothing listens on right now.
 func freePort(t testing.TB) int {
@@ -130,9 +81,8 @@ func freePort(t testing.TB) int {
 // Stop shuts the server down and waits until it is down. It is
 // idempotent.
 func (n *Node) Stop() {
-	if n.Server != nil && n.Server.Running() {
-		n.Server.Shutdown()
-		n.Server.WaitForShutdown()
+	if n.stop != nil {
+		n.stop()
 	}
 }
 
@@ -226,7 +176,7 @@ func startNodes(t testing.TB, n int) ([]*Node, error) {
 		opts.Cluster.Host = "127.0.0.1"
 		opts.Cluster.Port = ports[i]
 		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-		node := &Node{opts: fillOptions(t, opts)}
+		node := &Node{opts: nodeOptions(t, opts)}
 		if err := node.tryStart(); err != nil {
 			for _, started := range nodes {
 				started.Stop()

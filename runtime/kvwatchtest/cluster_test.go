@@ -65,7 +65,7 @@ func TestNodeOnATakenPortSaysSo(t *testing.T) {
 	opts.Cluster.Host = "127.0.0.1"
 	opts.Cluster.Port = taken.Addr().(*net.TCPAddr).Port
 	opts.Routes = server.RoutesFromStr(fmt.Sprintf("nats://127.0.0.1:%d", opts.Cluster.Port))
-	n := &Node{opts: fillOptions(t, opts)}
+	n := &Node{opts: nodeOptions(t, opts)}
 	err = n.tryStart()
 	if err == nil || !strings.Contains(err.Error(), "Error listening on router port") {
 		t.Fatalf("tryStart = %v, want the router port's listen error", err)
