@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -292,13 +293,9 @@ func serveChild(dir string) error {
 			return err
 		}
 	}
-	s, err := server.NewServer(opts)
+	s, _, err := kvwatchtest.StartServer(opts) // stopped by killing the process; the store is the parent's
 	if err != nil {
 		return err
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		return errors.New("server not ready")
 	}
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {

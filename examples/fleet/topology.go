@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -146,39 +145,24 @@ func consumers(ctx context.Context, js jetstream.JetStream) (int, error) {
 	return s.CachedInfo().State.Consumers, nil
 }
 
-// embedded is a nats-server run for the example, with a temporary store.
+// embedded is a nats-server run for the example, in this process.
 type embedded struct {
 	*server.Server
-	dir string
+	stop func()
 }
 
-// startServer starts a JetStream server with opts on a random local port
-// and a temporary store.
+// startServer starts a JetStream server with opts on a random loopback
+// port with a temporary store (kvwatchtest.StartServer).
 func startServer(opts *server.Options) (*embedded, error) {
-	dir, err := os.MkdirTemp("", "kvwatchgen-fleet-")
+	s, stop, err := kvwatchtest.StartServer(opts)
 	if err != nil {
 		return nil, err
 	}
-	opts.Host, opts.Port, opts.JetStream, opts.StoreDir, opts.NoSigs = "127.0.0.1", -1, true, dir, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		os.RemoveAll(dir)
-		return nil, errors.New("embedded nats-server did not start within 10s")
-	}
-	return &embedded{Server: s, dir: dir}, nil
+	return &embedded{Server: s, stop: stop}, nil
 }
 
-func (e *embedded) shutdown() {
-	e.Shutdown()
-	e.WaitForShutdown()
-	os.RemoveAll(e.dir)
-}
+// shutdown stops the server and removes its store.
+func (e *embedded) shutdown() { e.stop() }
 
 // freePort returns a local TCP port free at the time of the call (the
 // server does not report the leaf node port it picked for -1).
