@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,9 @@ import (
 // server with its own JetStream domain holding the bucket, and edge
 // servers, each a leaf node of the hub with a domain of its own, holding a
 // mirror of the bucket named like it. Nodes connect to an edge and watch
-// its mirror; the hub carries no watcher consumer.
+// its mirror; the hub carries no watcher consumer. Unless FleetOptions.Bare,
+// it has the settings README recommends, which keep the nodes' reply
+// subscriptions on their edge (see StartFleet).
 type Fleet struct {
 	// Hub holds the bucket, in JetStream domain HubDomain.
 	Hub *Node
@@ -31,6 +34,12 @@ type Fleet struct {
 // HubDomain is the JetStream domain of a Fleet's hub.
 const HubDomain = "hub"
 
+// LocalInboxPrefix is the inbox prefix of a Fleet's watcher connections
+// (Edge.Connect), and LocalInboxPrefix+".>" is what each edge's leaf remote
+// denies by default (README, Fleet scale): replies to these inboxes are
+// neither sent to the hub nor accepted from it.
+const LocalInboxPrefix = "_LOCAL"
+
 // Edge is an edge server of a Fleet: a leaf node of the hub, reaching it
 // through a link that the test can cut and restore.
 type Edge struct {
@@ -38,31 +47,54 @@ type Edge struct {
 	// Domain is its JetStream domain.
 	Domain string
 	link   *link
+	inbox  string // the inbox prefix of Connect's connections; "" for the default
 }
 
-// FleetOptions shape a Fleet; the zero value is a hub and one edge.
+// FleetOptions shape a Fleet; the zero value is a hub and one edge with
+// the settings README recommends.
 type FleetOptions struct {
 	// Edges is the number of edge servers (default 1).
 	Edges int
-	// DenyImports, when set, is denied on each edge's leaf remote, as the
-	// README recommends for watcher inbox prefixes (e.g. "_LOCAL.>"):
-	// replies to such inboxes stay on the edge.
+	// Bare starts the fleet with nats-server's defaults instead of the
+	// recommended settings, for tests of that topology: the hub does not
+	// isolate leaf node interest, the edges' leaf remotes deny no imports
+	// (unless DenyImports says otherwise), and Edge.Connect uses the
+	// default inbox prefix. Every subscription then reaches the hub and,
+	// through it, every other edge.
+	Bare bool
+	// DenyImports are the subjects each edge's leaf remote denies
+	// (deny_imports). Nil means LocalInboxPrefix+".>", or none when Bare;
+	// a non-nil slice is used as it is.
 	DenyImports []string
 }
 
 // StartFleet starts a hub and its edges (leaf nodes with their own
 // domains), creates the bucket of cfg on the hub and a mirror named like
 // it on every edge, and waits until every edge is linked and its mirror
-// exists. Everything is shut down when the test ends.
+// has heard from the hub. Everything is shut down when the test ends.
+//
+// Unless fo.Bare, the servers have the settings README recommends for a
+// fleet: the hub isolates leaf node interest (isolate_leafnode_interest:
+// one edge's subscriptions are not copied to the others), and each edge's
+// leaf remote denies the imports of LocalInboxPrefix+".>" (deny_imports),
+// the inbox prefix of Edge.Connect's connections, whose reply
+// subscriptions then stay on the edge.
 func StartFleet(t testing.TB, cfg jetstream.KeyValueConfig, fo FleetOptions) *Fleet {
 	t.Helper()
 	if fo.Edges == 0 {
 		fo.Edges = 1
 	}
+	inbox := LocalInboxPrefix
+	if fo.Bare {
+		inbox = ""
+	} else if fo.DenyImports == nil {
+		fo.DenyImports = []string{LocalInboxPrefix + ".>"}
+	}
 	leafPort := freePort(t)
 	hubOpts := &server.Options{ServerName: "hub", JetStreamDomain: HubDomain}
 	hubOpts.LeafNode.Host = "127.0.0.1"
 	hubOpts.LeafNode.Port = leafPort
+	hubOpts.LeafNode.IsolateLeafnodeInterest = !fo.Bare
 	// Edges must reach the hub through their link only (Cut), not by the
 	// listen address the hub would advertise to them.
 	hubOpts.LeafNode.NoAdvertise = true
@@ -75,9 +107,9 @@ func StartFleet(t testing.TB, cfg jetstream.KeyValueConfig, fo FleetOptions) *Fl
 		opts.LeafNode.ReconnectInterval = 100 * time.Millisecond
 		opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{
 			URLs:        []*url.URL{{Scheme: "nats-leaf", Host: l.addr}},
-			DenyImports: fo.DenyImports,
+			DenyImports: slices.Clone(fo.DenyImports),
 		}}
-		e := &Edge{Node: StartNode(t, opts), Domain: opts.JetStreamDomain, link: l}
+		e := &Edge{Node: StartNode(t, opts), Domain: opts.JetStreamDomain, link: l, inbox: inbox}
 		f.Edges = append(f.Edges, e)
 		e.waitLinked(t)
 		_, js := e.Connect(t)
@@ -101,16 +133,47 @@ func StartFleet(t testing.TB, cfg jetstream.KeyValueConfig, fo FleetOptions) *Fl
 	return f
 }
 
-// ConnectHub connects to the hub, with fast reconnects.
+// ConnectHub connects to the hub, with fast reconnects (every 50 ms,
+// without end), and returns the connection, closed when the test ends,
+// and a JetStream context in the hub's domain: this is where the bucket
+// is written.
 func (f *Fleet) ConnectHub(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	return connect(t, f.Hub.ClientURL(), append(fastReconnects(), opts...)...)
 }
 
-// Connect connects to the edge, with fast reconnects, as a fleet node
-// does; its JetStream context reads the edge's mirror and writes through
-// the mirror-bound KV handle to the hub.
+// Connect connects to the edge as a fleet node's watcher does (README,
+// Fleet scale), with fast reconnects (every 50 ms, without end), and
+// returns the connection, closed when the test ends, and a JetStream
+// context in the edge's domain, which reads the edge's mirror.
+//
+// Unless the fleet is Bare, the connection's inbox prefix is
+// LocalInboxPrefix (nats.CustomInboxPrefix), which the edge's leaf remote
+// denies: its requests that the edge answers (watching, direct gets, KV
+// gets, stream and consumer requests on the edge) work, and its reply
+// subscriptions stay on the edge; its requests that the hub answers (a
+// write through the mirror-bound KV handle, anything in the hub's domain)
+// get no reply and time out. Use ConnectWriter for those. A
+// nats.CustomInboxPrefix among opts replaces the prefix.
 func (e *Edge) Connect(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	if e.inbox != "" {
+		opts = append([]nats.Option{nats.CustomInboxPrefix(e.inbox)}, opts...)
+	}
+	return e.connect(t, opts...)
+}
+
+// ConnectWriter connects to the edge as a fleet node's second connection,
+// for writes, does (README, Fleet scale): like Connect, but with the
+// default inbox prefix, so that replies from the hub reach it. A write
+// through its mirror-bound KV handle goes to the hub, and the edge's
+// mirror has it a moment later. In a Bare fleet it is Connect.
+func (e *Edge) ConnectWriter(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return e.connect(t, opts...)
+}
+
+func (e *Edge) connect(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	return connect(t, fmt.Sprintf("nats://127.0.0.1:%d", e.opts.Port), append(fastReconnects(), opts...)...)
 }

@@ -11,8 +11,17 @@
 //	nc, js := c.Connect(t)                         // fails over between nodes
 //	c.Nodes[1].Stop()                              // lose a node
 //
+//	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"},
+//		kvwatchtest.FleetOptions{Edges: 2})        // a hub, 2 edges with mirrors, as recommended
+//	_, js := f.Edges[0].Connect(t)                 // a node's watcher connection
+//
 // Every server listens on random loopback ports and stores its data in
 // t.TempDir(); nothing needs to be installed.
+//
+// StartServer starts one without a testing.TB, for a program's main, and
+// is how every helper here starts its servers:
+//
+//	s, stop, err := kvwatchtest.StartServer(nil)   // s.ClientURL(); stop removes the store
 package kvwatchtest
 
 import (
@@ -32,10 +41,11 @@ func Server(t testing.TB) *server.Server {
 	return ServerWith(t, &server.Options{})
 }
 
-// ServerWith starts a server with opts, filling in what a test server
-// needs (JetStream, a temporary store folder, loopback, a random port when
-// Port is 0). It fails the test if the server does not start within 20s.
-// Use StartNode for a server the test restarts.
+// ServerWith starts a server with opts as StartServer does (JetStream,
+// loopback, a random port when Port is 0), with its store in t.TempDir()
+// when opts.StoreDir is empty, and shuts it down when the test ends. It
+// fails the test if the server does not start within 20s. Use StartNode
+// for a server the test restarts.
 func ServerWith(t testing.TB, opts *server.Options) *server.Server {
 	t.Helper()
 	return StartNode(t, opts).Server
