@@ -17,8 +17,8 @@ import (
 
 // Node is an embedded server that can be stopped and started again with
 // the same store and ports, as a restart or the loss of a machine is.
-// Server is nil until it first started, and the stopped server after
-// Stop.
+// Server is the running server; after Stop, the stopped one until the
+// next start.
 type Node struct {
 	*server.Server
 	opts server.Options // as given, with the store folder and the port it got

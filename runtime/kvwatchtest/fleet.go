@@ -197,7 +197,8 @@ func (e *Edge) waitLinked(t testing.TB) {
 }
 
 // WaitMirrored waits until the edge's mirror holds the hub's bucket up to
-// revision rev.
+// revision rev, and fails the test if it does not within 60 s. It asks the
+// edge only, so it works while the edge's link is cut.
 func (f *Fleet) WaitMirrored(t testing.TB, e *Edge, rev uint64) {
 	t.Helper()
 	_, js := e.Connect(t)
