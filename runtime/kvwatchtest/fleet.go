@@ -20,8 +20,8 @@ import (
 // servers, each a leaf node of the hub with a domain of its own, holding a
 // mirror of the bucket named like it. Nodes connect to an edge and watch
 // its mirror; the hub carries no watcher consumer. Unless FleetOptions.Bare,
-// it has the settings README recommends, which keep the nodes' reply
-// subscriptions on their edge (see StartFleet).
+// it has the settings docs/fleet.md recommends, which keep the nodes'
+// reply subscriptions on their edge (see StartFleet).
 type Fleet struct {
 	// Hub holds the bucket, in JetStream domain HubDomain.
 	Hub *Node
@@ -36,7 +36,7 @@ const HubDomain = "hub"
 
 // LocalInboxPrefix is the inbox prefix of a Fleet's watcher connections
 // (Edge.Connect), and LocalInboxPrefix+".>" is what each edge's leaf remote
-// denies by default (README, Fleet scale): replies to these inboxes are
+// denies by default (docs/fleet.md): replies to these inboxes are
 // neither sent to the hub nor accepted from it.
 const LocalInboxPrefix = "_LOCAL"
 
@@ -51,7 +51,7 @@ type Edge struct {
 }
 
 // FleetOptions shape a Fleet; the zero value is a hub and one edge with
-// the settings README recommends.
+// the settings docs/fleet.md recommends.
 type FleetOptions struct {
 	// Edges is the number of edge servers (default 1).
 	Edges int
@@ -73,8 +73,8 @@ type FleetOptions struct {
 // it on every edge, and waits until every edge is linked and its mirror
 // has heard from the hub. Everything is shut down when the test ends.
 //
-// Unless fo.Bare, the servers have the settings README recommends for a
-// fleet: the hub isolates leaf node interest (isolate_leafnode_interest:
+// Unless fo.Bare, the servers have the settings docs/fleet.md recommends
+// for a fleet: the hub isolates leaf node interest (isolate_leafnode_interest:
 // one edge's subscriptions are not copied to the others), and each edge's
 // leaf remote denies the imports of LocalInboxPrefix+".>" (deny_imports),
 // the inbox prefix of Edge.Connect's connections, whose reply
@@ -142,9 +142,9 @@ func (f *Fleet) ConnectHub(t testing.TB, opts ...nats.Option) (*nats.Conn, jetst
 	return connect(t, f.Hub.ClientURL(), append(fastReconnects(), opts...)...)
 }
 
-// Connect connects to the edge as a fleet node's watcher does (README,
-// Fleet scale), with fast reconnects (every 50 ms, without end), and
-// returns the connection, closed when the test ends, and a JetStream
+// Connect connects to the edge as a fleet node's watcher does
+// (docs/fleet.md, A node), with fast reconnects (every 50 ms, without
+// end), and returns the connection, closed when the test ends, and a JetStream
 // context in the edge's domain, which reads the edge's mirror.
 //
 // Unless the fleet is Bare, the connection's inbox prefix is
@@ -164,7 +164,7 @@ func (e *Edge) Connect(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream
 }
 
 // ConnectWriter connects to the edge as a fleet node's second connection,
-// for writes, does (README, Fleet scale): like Connect, but with the
+// for writes, does (docs/fleet.md, A node): like Connect, but with the
 // default inbox prefix, so that replies from the hub reach it. A write
 // through its mirror-bound KV handle goes to the hub, and the edge's
 // mirror has it a moment later. In a Bare fleet it is Connect.

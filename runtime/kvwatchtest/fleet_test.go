@@ -64,7 +64,7 @@ func isolated(t *testing.T, f *Fleet) []bool {
 	return got
 }
 
-// By default the hub isolates leaf node interest (README, Fleet scale:
+// By default the hub isolates leaf node interest (docs/fleet.md:
 // isolate_leafnode_interest): every leaf connection on the hub says so,
 // and a subscription on edge1 reaches the hub but not edge2.
 func TestFleetIsolatesLeafNodeInterest(t *testing.T) {
