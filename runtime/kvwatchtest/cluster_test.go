@@ -19,13 +19,15 @@ func TestCluster(t *testing.T) {
 	c := StartCluster(t, 3)
 	_, js := c.Connect(t)
 	kv := BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "b", Replicas: 3})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// Each step has its own deadline: a slow election (a loaded machine)
+	// must not eat into the next step's time.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := kv.PutString(ctx, "k", "v1"); err != nil {
 		t.Fatal(err)
 	}
 	c.Nodes[0].Stop()
-	Eventually(t, 15*time.Second, "a write with one node down", func() bool {
+	Eventually(t, 30*time.Second, "a write with one node down", func() bool {
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
 		defer wcancel()
 		_, err := kv.PutString(wctx, "k", "v2")
@@ -39,7 +41,7 @@ func TestCluster(t *testing.T) {
 	// another node down, a write needs a quorum that counts the restarted
 	// node: it succeeds only once that node has rejoined.
 	c.Nodes[1].Stop()
-	Eventually(t, 15*time.Second, "a write needing the restarted node", func() bool {
+	Eventually(t, 30*time.Second, "a write needing the restarted node", func() bool {
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
 		defer wcancel()
 		_, err := kv.PutString(wctx, "k", "v3")
