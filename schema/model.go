@@ -84,7 +84,7 @@ type KindNames struct {
 	Cache   string // RouteCache: method of the bucket's Watcher
 	// CacheType is RouteCache, the type of the cache with the kind's
 	// indexes as methods; "" when the kind declares none (the method then
-	// returns *kvwatch.Cache).
+	// returns kvwatch.Cache).
 	CacheType string
 	// BindingField is the unexported field of the bucket's Watcher
 	// holding the kind's binding, its cache and handlers (bindRoute).

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
@@ -44,7 +43,10 @@ func TestWatchAnEdgeMirror(t *testing.T) {
 	live := put(t, hubKV, "vpc.a.route.live", route{CIDR: "from the hub"})
 	waitRevision(t, w, live)
 
-	edgeKV, err := js.KeyValue(context.Background(), "network")
+	// A node writes on its second connection (docs/fleet.md, A node): the
+	// watcher's has the _LOCAL inbox prefix, which the hub cannot answer.
+	_, writer := edge.ConnectWriter(t)
+	edgeKV, err := writer.KeyValue(context.Background(), "network")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +119,10 @@ func TestWatchABucketNamedAtRunTime(t *testing.T) {
 	if m == nil || m.Origin != "KV_network" || m.External != "$JS.hub.API" {
 		t.Errorf("Stats().Mirror = %+v, want the origin KV_network across the hub's domain", m)
 	}
-	// Written through the mirror's handle (to the hub), seen on the edge.
-	edgeKV, err := edge.KeyValue(ctx, "network-edge")
+	// Written through the mirror's handle (to the hub), on the node's
+	// writer connection, seen on the edge.
+	_, writer := f.Edges[0].ConnectWriter(t)
+	edgeKV, err := writer.KeyValue(ctx, "network-edge")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +203,7 @@ func TestMirrorWithoutDirectGet(t *testing.T) {
 // leaf remote denies, so that nodes' reply subscriptions stay off the hub
 // (docs/fleet.md): the watcher syncs and follows the hub's writes.
 func TestWatchOnAnEdgeWithALocalInboxPrefix(t *testing.T) {
-	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{DenyImports: []string{"_LOCAL.>"}})
+	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
 	_, hub := f.ConnectHub(t)
 	hubKV, err := hub.KeyValue(context.Background(), "network")
 	if err != nil {
@@ -208,7 +212,7 @@ func TestWatchOnAnEdgeWithALocalInboxPrefix(t *testing.T) {
 	first := put(t, hubKV, "vpc.a.route.r1", route{CIDR: "before"})
 	edge := f.Edges[0]
 	f.WaitMirrored(t, edge, first)
-	_, js := edge.Connect(t, nats.CustomInboxPrefix("_LOCAL"))
+	_, js := edge.Connect(t) // the _LOCAL inbox prefix, which StartFleet's edges deny
 	w, routes := startOnEdge(t, js, newRecorder())
 	if routes.Cache().Len() != 1 {
 		t.Fatalf("%d routes after sync, want 1", routes.Cache().Len())
@@ -237,7 +241,8 @@ func TestReadYourWritesOnAnEdge(t *testing.T) {
 	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
 	_, js := f.Edges[0].Connect(t)
 	w, routes := startOnEdge(t, js, newRecorder())
-	kv, err := js.KeyValue(context.Background(), "network")
+	_, writer := f.Edges[0].ConnectWriter(t)
+	kv, err := writer.KeyValue(context.Background(), "network")
 	if err != nil {
 		t.Fatal(err)
 	}
