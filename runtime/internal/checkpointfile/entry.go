@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // fileEntry is one entry line, as encoding/json reads it when the line is
@@ -62,16 +63,19 @@ func appendJSONString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
-// parseEntry reads a line laid out as appendEntry writes it; it returns
-// false for any other (encoding/json then reads it). fe.V is part of
-// line.
-func parseEntry(line []byte, fe *fileEntry) bool {
+// parseEntry reads a line laid out as appendEntry writes it, with the
+// value field of the kind's encoding ("v" when jsonValue is set, "b"
+// otherwise); it returns false for any other (encoding/json then reads
+// it). What it reads, encoding/json would read the same, but for a "v"
+// that is not valid JSON (the line had more after it), which it leaves to
+// the codec to refuse. fe.V is part of line.
+func parseEntry(line []byte, fe *fileEntry, jsonValue bool) bool {
 	s, ok := bytes.CutPrefix(line, []byte(`{"k":"`))
 	if !ok {
 		return false
 	}
 	i := bytes.IndexByte(s, '"')
-	if i < 0 || bytes.IndexByte(s[:i], '\\') >= 0 {
+	if i < 0 || !plainString(s[:i]) {
 		return false
 	}
 	key := s[:i]
@@ -93,16 +97,21 @@ func parseEntry(line []byte, fe *fileEntry) bool {
 	if i < 0 {
 		return false
 	}
-	created, err := time.Parse(time.RFC3339Nano, string(s[:i]))
-	if err != nil {
+	var created time.Time
+	if created.UnmarshalText(s[:i]) != nil { // the parser of time.Time's UnmarshalJSON
 		return false
 	}
 	s = s[i+1:]
 	switch {
-	case bytes.HasPrefix(s, []byte(`,"v":`)) && bytes.HasSuffix(s, []byte("}\n")):
+	case jsonValue && bytes.HasPrefix(s, []byte(`,"v":`)) && bytes.HasSuffix(s, []byte("}\n")):
 		fe.V = s[len(`,"v":`) : len(s)-2]
-	case bytes.HasPrefix(s, []byte(`,"b":"`)) && bytes.HasSuffix(s, []byte("\"}\n")):
-		b, err := base64.StdEncoding.AppendDecode(nil, s[len(`,"b":"`):len(s)-3])
+	case !jsonValue && len(s) >= len(`,"b":""}`+"\n") && // the quotes around the value are two
+		bytes.HasPrefix(s, []byte(`,"b":"`)) && bytes.HasSuffix(s, []byte("\"}\n")):
+		encoded := s[len(`,"b":"`) : len(s)-3]
+		if bytes.ContainsAny(encoded, "\r\n") { // base64 skips them, JSON refuses them
+			return false
+		}
+		b, err := base64.StdEncoding.AppendDecode(nil, encoded)
 		if err != nil {
 			return false
 		}
@@ -112,4 +121,18 @@ func parseEntry(line []byte, fe *fileEntry) bool {
 	}
 	fe.K, fe.R, fe.C = string(key), rev, created
 	return true
+}
+
+// plainString reports whether s is the content of a JSON string that
+// encoding/json reads as it is: valid UTF-8, without escapes or control
+// characters.
+func plainString(s []byte) bool {
+	ascii := true
+	for _, c := range s {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+		ascii = ascii && c < 0x80
+	}
+	return ascii || utf8.Valid(s)
 }

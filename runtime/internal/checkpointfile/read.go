@@ -84,7 +84,7 @@ func (r *Reader) Next() (Entry, error) {
 		return Entry{}, err
 	}
 	var fe fileEntry
-	if !parseEntry(line, &fe) {
+	if !parseEntry(line, &fe, k.Values == JSON) {
 		if err := json.Unmarshal(line, &fe); err != nil {
 			return Entry{}, fmt.Errorf("line %d: %w", r.lr.line, err)
 		}

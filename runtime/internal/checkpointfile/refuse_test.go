@@ -57,6 +57,7 @@ func TestRefusesWhatIsNotAWholeCheckpoint(t *testing.T) {
 		{"an unknown encoding", withCRC(`{"format":"kvwatch-checkpoint","version":1,"kinds":[`+strings.Replace(kind, `"json"`, `"hex"`, 1)+`]}`+"\n"+entry, 1), `kind A: values stored as "hex"`},
 		{"a line that is not an entry", withCRC(`{"format":"kvwatch-checkpoint","version":1,"kinds":[`+kind+`]}`+"\n"+"[1,2]\n", 1), "line 2: json:"},
 		{"an entry of the wrong types", withCRC(`{"format":"kvwatch-checkpoint","version":1,"kinds":[`+kind+`]}`+"\n"+`{"k":1,"r":"1"}`+"\n", 1), "line 2: json:"},
+		{"an entry cut in its base64 value", withCRC(`{"format":"kvwatch-checkpoint","version":1,"kinds":[`+strings.Replace(kind, `"json"`, `"base64"`, 1)+`]}`+"\n"+`{"k":"a.b","r":1,"c":"2025-01-01T00:00:00Z","b":"}`+"\n", 1), "line 2: invalid character"},
 		{"an entry with a bad time", withCRC(`{"format":"kvwatch-checkpoint","version":1,"kinds":[`+kind+`]}`+"\n"+strings.Replace(entry, "2025-01-01", "2025-13-01", 1), 1), "line 2: parsing time"},
 		{"more entries than the header counts", withCRC(body+lines[5], 6), "line 7: not the trailer"},
 		{"fewer entries than the header counts", withCRC(strings.Join(lines[:5], ""), 4), "the file is cut short"},
