@@ -134,13 +134,23 @@ type trailer struct {
 	CRC32C  string `json:"crc32c"`
 }
 
-// parseTrailer reads a trailer line.
+// parseTrailer reads a trailer line. The checksum does not cover it, so
+// it is read strictly: exactly the trailer's three names, spelled as they
+// are (encoding/json alone would take "End" for "end", and a name it does
+// not know for a missing one, zero).
 func parseTrailer(line []byte) (trailer, bool) {
-	var t trailer
-	if err := json.Unmarshal(line, &t); err != nil || t.End != format {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(line, &fields); err != nil || len(fields) != 3 {
 		return trailer{}, false
 	}
-	return t, true
+	var t trailer
+	for name, dst := range map[string]any{"end": &t.End, "entries": &t.Entries, "crc32c": &t.CRC32C} {
+		raw, ok := fields[name]
+		if !ok || json.Unmarshal(raw, dst) != nil {
+			return trailer{}, false
+		}
+	}
+	return t, t.End == format
 }
 
 // lineReader reads a checkpoint line by line, each with its newline,

@@ -24,6 +24,33 @@ func TestRefusesAFileCutShort(t *testing.T) {
 	}
 }
 
+// A file with any one bit flipped, anywhere, is refused: in the lines the
+// checksum covers, and in the trailer, which is read strictly.
+func TestRefusesAFlippedBit(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		h       Header
+		entries []Entry
+	}{
+		{"entries of both encodings", func() Header { h, _ := sample(); return h }(), func() []Entry { _, e := sample(); return e }()},
+		{"no entries", header(kinds(0, 0)...), nil},
+	} {
+		data := encode(t, c.h, c.entries)
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			for i := range data {
+				for bit := range 8 {
+					flipped := bytes.Clone(data)
+					flipped[i] ^= 1 << bit
+					if _, _, err := decode(flipped); err == nil {
+						t.Errorf("byte %d (%q) flipped to %q: read as a whole checkpoint", i, data[i], flipped[i])
+					}
+				}
+			}
+		})
+	}
+}
+
 // withCRC ends body, the lines before a trailer, with a trailer counting
 // n entries and holding body's checksum: the file is whole, whatever
 // body says.
@@ -67,7 +94,11 @@ func TestRefusesWhatIsNotAWholeCheckpoint(t *testing.T) {
 		{"a changed byte", []byte(strings.Replace(valid, `"next_hop":"r2"`, `"next_hop":"r7"`, 1)), "checksum mismatch: the trailer says"},
 		{"a changed header", []byte(strings.Replace(valid, `"revision":42`, `"revision":43`, 1)), "checksum mismatch"},
 		{"a line taken out and the counts made to agree", []byte(strings.Replace(strings.Replace(valid, lines[5], "", 1), `"entries":3}]`, `"entries":2}]`, 1)), "the trailer counts 5 entries, the header 4"},
-		{"no checksum", []byte(body + `{"end":"kvwatch-checkpoint","entries":5}` + "\n"), "checksum mismatch: the trailer says , the content is"},
+		{"no checksum", []byte(body + `{"end":"kvwatch-checkpoint","entries":5}` + "\n"), "line 7: not the trailer"},
+		{"a trailer's name in capitals", []byte(body + strings.Replace(end, `"end"`, `"End"`, 1)), "line 7: not the trailer"},
+		{"a trailer's name misspelled, counting none", []byte(strings.Replace(string(encode(t, header(), nil)), `"entries":0`, `"entrees":0`, 1)), "line 2: not the trailer"},
+		{"a trailer with a name more", []byte(body + strings.Replace(end, `{`, `{"x":1,`, 1)), "line 7: not the trailer"},
+		{"a trailer's count as a string", []byte(body + strings.Replace(end, `"entries":5`, `"entries":"5"`, 1)), "line 7: not the trailer"},
 		{"data after the trailer", []byte(valid + "\n"), "data after the trailer"},
 		{"a second trailer", []byte(valid + end), "data after the trailer"},
 		{"a header only", []byte(hdr), "the file is cut short"},
