@@ -50,7 +50,8 @@ type Header struct {
 	Filters []string `json:"filters"`
 	// StreamCreated is when the bucket's stream was created.
 	StreamCreated time.Time `json:"stream_created"`
-	// Saved is when the checkpoint was written, as the writer sets it.
+	// Saved is when the checkpoint was written; NewWriter writes it as
+	// given.
 	Saved time.Time `json:"saved"`
 	// Kinds describe the entries that follow, kind after kind, in order.
 	Kinds []Kind `json:"kinds"`

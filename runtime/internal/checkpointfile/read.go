@@ -69,8 +69,10 @@ func (r *Reader) Line() int { return r.lr.line }
 
 // Next reads the next entry: those of Header().Kinds[0] first, then those
 // of each following kind, as many as each counts. The entry's Value is
-// valid until the following call. It fails when the header counts no
-// more entries, when the file ends, and on a line that is not an entry.
+// valid until the following call; a JSON kind's Value is not checked to
+// be JSON, which the codec decoding it does. Next fails when the header
+// counts no more entries, when the file ends, and on a line that is not
+// an entry.
 func (r *Reader) Next() (Entry, error) {
 	k, ok := r.cur.next()
 	if !ok {
