@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -57,54 +56,31 @@ func openReader(ctx context.Context, js jetstream.JetStream, bucket string) (*bu
 
 // latest reads the newest message at or below upTo of every subject
 // matching filters, calling fn for each: the state as of upTo, exact
-// however many requests it takes (each is pinned at upTo). An answer cut
-// short by the byte limit is continued; filters matching more than 1,024
-// subjects are replaced by their listed subjects, in chunks.
+// however many requests it takes (directget.LatestRead, pinned at upTo).
 func (r *bucketReader) latest(ctx context.Context, filters []string, upTo uint64, fn func(*nats.Msg)) error {
 	dg := directget.New(r.js, r.stream.CachedInfo().Config.Name, requestTimeout(ctx))
 	if err := dg.Open(ctx); err != nil {
 		return err
 	}
 	defer dg.Close()
-	queue := []directget.Request{{MultiLast: filters, UpToSeq: upTo}}
-	listed := false
-	for len(queue) > 0 {
-		req := queue[0]
-		queue = queue[1:]
-		end, err := dg.Read(req, fn)
-		switch {
-		case errors.Is(err, directget.ErrNoResults):
-		case errors.Is(err, directget.ErrTooManyResults) && !listed:
-			listed = true
-			for _, f := range req.MultiLast {
-				chunks, err := r.listSubjects(ctx, f, upTo)
-				if err != nil {
-					return err
-				}
-				queue = append(queue, chunks...)
+	read := directget.LatestRead{
+		Getter: dg, Stream: r.stream, Filters: filters, UpTo: upTo, Pin: true,
+		Apply: func(entries []*nats.Msg) error {
+			for _, msg := range entries {
+				fn(msg)
 			}
-		case err != nil:
-			return fmt.Errorf("kvwatch: reading bucket %s: %w", r.bucket, err)
-		case end.Pending > 0:
-			req.Seq = end.LastSeq + 1
-			queue = append([]directget.Request{req}, queue...)
-		}
+			return nil
+		},
+	}
+	_, err := read.Read(ctx)
+	var listing *directget.ListingError
+	switch {
+	case errors.As(err, &listing):
+		return fmt.Errorf("kvwatch: %w", err)
+	case err != nil:
+		return fmt.Errorf("kvwatch: reading bucket %s: %w", r.bucket, err)
 	}
 	return nil
-}
-
-// listSubjects returns requests for the subjects matching filter, in
-// chunks of at most 1,024, pinned at upTo.
-func (r *bucketReader) listSubjects(ctx context.Context, filter string, upTo uint64) ([]directget.Request, error) {
-	info, err := r.stream.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, fmt.Errorf("kvwatch: listing %s: %w", filter, err)
-	}
-	var reqs []directget.Request
-	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(info.State.Subjects)), directget.MaxMultiLastSubjects) {
-		reqs = append(reqs, directget.Request{MultiLast: chunk, UpToSeq: upTo})
-	}
-	return reqs, nil
 }
 
 // requestTimeout bounds each direct get request: by ctx's deadline when it

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -96,156 +94,55 @@ func (w *Watcher) readableStream(ctx context.Context) (jetstream.Stream, error) 
 }
 
 // readState reads the newest entry of every key matching filters, without
-// a consumer, and delivers the puts as initial events. The first request
-// asks for everything: the server answers it in isolation from writes, so
-// when it fits in one answer the state is exact as of the revision its
-// EOB reports (an answer cut short by the byte limit is continued pinned
-// at that revision). With more than 1,024 keys, the filters are read in
-// several requests, each answered as of its own revision (see readPlan);
-// the result's oldest and newest bound them, and its marks say which
-// filters were read as of which. A filter listed for having more than
-// 1,024 keys is read as of before, the stream's last sequence when the
-// read began.
+// a consumer (directget.LatestRead, not pinned), and delivers the puts as
+// initial events. The first request asks for everything: the server
+// answers it in isolation from writes, so when it fits in one answer the
+// state is exact as of the revision its EOB reports (an answer cut short
+// by the byte limit is continued pinned at that revision). With more than
+// 1,024 keys, the filters are read in several requests, each answered as
+// of its own revision (see readPlan); the result's oldest and newest bound
+// them, and its marks say which filters were read as of which. A filter
+// listed for having more than 1,024 keys is read as of before, the
+// stream's last sequence when the read began. Each answer is applied
+// whole, and only if the connection has not reconnected since the stream
+// was checked (answer): otherwise the read fails with errUnchecked,
+// applying none of it.
 func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (readResult, error) {
 	dg := directget.New(w.js, w.directStream, w.cfg.RequestTimeout)
 	if err := dg.Open(ctx); err != nil {
 		return readResult{}, err
 	}
 	defer dg.Close()
-	first := directget.Request{MultiLast: filters}
-	var a answer
-	end, err := dg.Read(first, a.add)
-	if err == nil {
-		err = a.apply(w, w.deliverSnapshotMsg)
-	}
 	res := readResult{path: pathDirect}
-	plan := directget.NewPlan(nil, before)
+	read := directget.LatestRead{
+		Getter: dg, Stream: stream, Filters: filters, UpTo: before,
+		Apply: func(entries []*nats.Msg) error {
+			return (&answer{msgs: entries}).apply(w, w.deliverSnapshotMsg)
+		},
+		BeforeSend: w.waitForRoom, // backpressure, before asking for more (listener.go)
+		Listed: func(filter string, subjects int) {
+			res.path = pathDirectListing
+			w.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: more than 1,024 keys under a filter: listing them",
+				slog.String("filter", filter), slog.Int("subjects", subjects))
+		},
+	}
+	got, err := read.Read(ctx)
+	var listing *directget.ListingError
 	switch {
-	case err == nil && end.Pending == 0:
-		res.oldest, res.newest, res.atomic = end.UpTo, end.UpTo, true
-		return res, nil
-	case errors.Is(err, directget.ErrNoResults):
-		// Nothing in scope now, so nothing at `before` either (a key
-		// deleted since still has its delete marker, which matches).
-		res.oldest, res.newest, res.atomic = before, before, true
-		return res, nil
-	case errors.Is(err, directget.ErrTooManyResults) && len(filters) == 1:
-		res.path = pathDirectListing
-		if err := w.planListing(ctx, plan, &res.marks, stream, filters[0]); err != nil {
-			return readResult{}, err
-		}
-	case errors.Is(err, directget.ErrTooManyResults):
-		plan.Request(filters)
+	case errors.As(err, &listing):
+		return readResult{}, fmt.Errorf("kvwatch: listing %s: %w", listing.Filter, w.streamErr(listing.Err))
 	case err != nil:
 		return readResult{}, err
-	default:
-		// The byte limit cut the answer short: continue it from where it
-		// stopped, pinned at the revision it reported.
-		res.marks.mark(filters, end.UpTo)
-		plan.Resume(first, end)
+	case got.Atomic:
+		res.oldest, res.newest, res.atomic = got.UpTo, got.UpTo, true
+		return res, nil
 	}
-	if err := w.readRequests(ctx, dg, stream, plan, &res, &a); err != nil {
-		return readResult{}, err
-	}
+	res.marks = readMarks{byRevision: got.Marks}
 	res.oldest, res.newest = before, before
 	if oldest, ok := res.marks.oldest(); ok {
 		res.oldest, res.newest = oldest, res.marks.newest()
 	}
 	return res, nil
-}
-
-// readRequests sends the requests of plan, pipelined (each answer applied
-// whole, through a), and tells the plan how each was answered: a request matching more than 1,024 keys is cut
-// again, and a single filter matching more is replaced by requests for
-// the keys it lists, in chunks of explicit subjects; an answer cut short
-// by the byte limit is continued from its last sequence. It records in
-// res the revision each answer is as of, and the listing path.
-func (w *Watcher) readRequests(ctx context.Context, dg *directget.Getter, stream jetstream.Stream, plan *directget.Plan, res *readResult, a *answer) error {
-	var inflight []*directget.Pending
-	for {
-		w.waitForRoom() // backpressure, before asking for more (listener.go)
-		for len(inflight) < directget.Window {
-			req, ok := plan.Next()
-			if !ok {
-				break
-			}
-			p, err := dg.Send(req)
-			if err != nil {
-				return err
-			}
-			inflight = append(inflight, p)
-		}
-		if len(inflight) == 0 {
-			return nil
-		}
-		p := inflight[0]
-		inflight = inflight[1:]
-		end, err := dg.Receive(p, a.add)
-		if err == nil {
-			err = a.apply(w, w.deliverSnapshotMsg)
-		}
-		switch {
-		case errors.Is(err, directget.ErrNoResults):
-			if p.Req.UpToSeq == 0 {
-				// No key matched as of the answer, which says no revision:
-				// mark the filters read as of before (nothing matched then
-				// either). Left unmarked, a key created after this answer
-				// but before the oldest marked one would be neither read
-				// nor tailed.
-				res.marks.mark(p.Req.MultiLast, plan.UpTo())
-			}
-			plan.Answered(p.Req, 0)
-		case errors.Is(err, directget.ErrTooManyResults):
-			if !plan.Refused(p.Req) {
-				if err := w.planListing(ctx, plan, &res.marks, stream, p.Req.MultiLast[0]); err != nil {
-					return err
-				}
-				res.path = pathDirectListing
-			}
-		case err != nil:
-			return err
-		default:
-			if p.Req.UpToSeq == 0 {
-				// Pinned requests (continuations, listed keys) were marked
-				// with the request or the filter they continue.
-				res.marks.mark(p.Req.MultiLast, end.UpTo)
-			}
-			plan.Answered(p.Req, end.Received+int(end.Pending))
-			if end.Pending > 0 {
-				plan.Resume(p.Req, end)
-			}
-		}
-	}
-}
-
-// planListing adds to plan the requests for the keys under filter, listed
-// and read as of plan.UpTo(), and marks the filter read as of it.
-func (w *Watcher) planListing(ctx context.Context, plan *directget.Plan, marks *readMarks, stream jetstream.Stream, filter string) error {
-	chunks, err := w.listSubjects(ctx, stream, filter, plan.UpTo())
-	if err != nil {
-		return err
-	}
-	marks.mark([]string{filter}, plan.UpTo())
-	plan.Add(chunks...)
-	return nil
-}
-
-// listSubjects lists the subjects matching filter (stream info with a
-// subject filter) and returns requests for them in chunks of at most
-// 1,024 explicit subjects, pinned at upTo.
-func (w *Watcher) listSubjects(ctx context.Context, stream jetstream.Stream, filter string, upTo uint64) ([]directget.Request, error) {
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, fmt.Errorf("kvwatch: listing %s: %w", filter, w.streamErr(err))
-	}
-	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
-	w.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: more than 1,024 keys under a filter: listing them",
-		slog.String("filter", filter), slog.Int("subjects", len(subjects)))
-	var reqs []directget.Request
-	for chunk := range slices.Chunk(subjects, directget.MaxMultiLastSubjects) {
-		reqs = append(reqs, directget.Request{MultiLast: chunk, UpToSeq: upTo})
-	}
-	return reqs, nil
 }
 
 // deliverSnapshotMsg delivers one entry of the initial state. Deletes and

@@ -1,7 +1,7 @@
 // Package directget reads a stream's entries without a consumer, with the
-// batched direct get API, and plans a read too large for one answer
-// (plan.go). nats.go has no API for batched direct gets, so they are plain
-// requests here. It knows nothing of watchers: the runtime hands it a
+// batched direct get API: the newest entry of every key within filters
+// (latest.go), planning a read too large for one answer (plan.go). nats.go
+// has no API for batched direct gets, so they are plain requests here. It knows nothing of watchers: the runtime hands it a
 // stream and filters and gets messages back, in order.
 package directget
 

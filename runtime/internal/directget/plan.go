@@ -22,7 +22,7 @@ import "slices"
 // filter) then sizes the next request far too large. A refused request
 // counts as an answer as dense as the refusal proves (more than 1,024 keys
 // over its filters), and its filters go back to be cut again; a single
-// filter refused is listed instead (see listSubjects).
+// filter refused is listed instead (latest.go).
 
 // targetKeys is the number of keys a request is sized to return: half
 // the server's cap. Chunks are whole filters, so a request can hold more

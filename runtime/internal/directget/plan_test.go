@@ -7,7 +7,7 @@ import (
 
 // serveReadPlan plays a server against plan: keysOf gives the keys each
 // filter matches; requests are answered in order, window at a time. A
-// single filter refused is listed, as readRequests does: its keys are
+// single filter refused is listed, as a LatestRead does: its keys are
 // planned as pinned chunks of explicit subjects. It returns the number of
 // requests sent and refused, and checks that every filter was answered (or
 // listed) exactly once.
