@@ -1,0 +1,502 @@
+package kvwatchimpl_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+)
+
+// This file tests the robustness test's checker itself, with no server:
+// crafted logs of a watcher (a life) and of its registrations, over a
+// crafted history, each with one violation, must be reported; the same
+// logs without it must not. A check that stops reporting what it should
+// would otherwise go unnoticed: a soak with no violation says nothing of
+// it.
+
+// scopeA is the filters of scope a.
+var scopeA = []string{"$KV.network.vpc.a", "$KV.network.vpc.a.>"}
+
+// cfix is a crafted run: a history of writes in one epoch, and how the
+// bucket keeps them.
+type cfix struct {
+	hist          *history
+	bucketHistory int
+	mirror        bool
+}
+
+// rkey is the key of route id in scope a.
+func rkey(id string) string { return "vpc.a.route." + id }
+
+// rval is a route's value as written (and as a watcher renders it).
+func rval(cidr string) string { return `{"cidr":"` + cidr + `","next_hop":""}` }
+
+// baseWrites is the history every case starts from:
+//
+//	1 PUT r1, 2 PUT r2, 3 PUT r1, 4 DEL r2, 5 PUT vpc.b's r9 (out of
+//	scope a), 6 PUT r1, 7 PUT r3, 8 PUT r3.
+func baseWrites() []hwrite {
+	return []hwrite{
+		{rev: 1, key: rkey("r1"), op: "PUT", value: rval("1")},
+		{rev: 2, key: rkey("r2"), op: "PUT", value: rval("2")},
+		{rev: 3, key: rkey("r1"), op: "PUT", value: rval("3")},
+		{rev: 4, key: rkey("r2"), op: "DEL"},
+		{rev: 5, key: "vpc.b.route.r9", op: "PUT", value: rval("5")},
+		{rev: 6, key: rkey("r1"), op: "PUT", value: rval("6")},
+		{rev: 7, key: rkey("r3"), op: "PUT", value: rval("7")},
+		{rev: 8, key: rkey("r3"), op: "PUT", value: rval("8")},
+	}
+}
+
+func newCfix(extra ...hwrite) *cfix {
+	f := &cfix{hist: &history{}, bucketHistory: 64}
+	for _, w := range append(baseWrites(), extra...) {
+		f.hist.record(w)
+	}
+	return f
+}
+
+// ev is the live event of the write at rev.
+func (f *cfix) ev(rev uint64) revent {
+	w, ok := f.hist.write(0, rev)
+	if !ok {
+		panic("no write at that revision")
+	}
+	e := revent{key: w.key, rev: rev}
+	switch w.op {
+	case "PUT":
+		e.op, e.value = kvwatch.OpPut, canonical(w.key, w.value)
+	case "DEL":
+		e.op = kvwatch.OpDelete
+	default:
+		e.op = kvwatch.OpPurge
+	}
+	return e
+}
+
+// ini is the write at rev as an Initial event.
+func (f *cfix) ini(rev uint64) revent {
+	e := f.ev(rev)
+	e.initial = true
+	return e
+}
+
+// syncAt is a sync point at rev with the filters of scope a.
+func syncAt(rev uint64) revent { return revent{sync: true, rev: rev, filters: scopeA} }
+
+// with returns e changed by change.
+func with(e revent, change func(*revent)) revent {
+	change(&e)
+	return e
+}
+
+// life returns a life that logged items, with a checkpoint at each of its
+// sync points that the items before make (the caches a watcher holds are
+// what its events made).
+func (f *cfix) life(items ...revent) *life {
+	return f.lifeFrom(nil, "", items...)
+}
+
+// lifeFrom is life resumed from cp (taken in the same epoch), caught up by
+// path.
+func (f *cfix) lifeFrom(cp *kvwatchimpl.Checkpoint, path string, items ...revent) *life {
+	l := &life{consumers: map[string]bool{}, reported: map[uint64]bool{}, stopAt: -1, syncedAt: -1,
+		startFilters: scopeA, resumed: cp, resumePath: path, events: items}
+	s := l.restoredState()
+	for i, e := range items {
+		if e.sync {
+			cp := s.checkpoint()
+			cp.Revision, cp.Filters = e.rev, e.filters
+			l.syncs = append(l.syncs, *cp)
+			if l.syncedAt < 0 {
+				l.syncedAt = i + 1
+			}
+		}
+		if e.dropped {
+			l.reported[e.rev] = true
+		}
+		s.apply(e)
+	}
+	return l
+}
+
+// state returns a checkpoint at rev of scope a holding entries.
+func (f *cfix) state(rev uint64, entries ...revent) *kvwatchimpl.Checkpoint {
+	s := rstate{}
+	for _, e := range entries {
+		s.apply(e)
+	}
+	cp := s.checkpoint()
+	cp.Revision, cp.Filters = rev, scopeA
+	return cp
+}
+
+// reg adds to l a registration made by AddHandlers when l's log had logAt
+// entries, with what the probe saw then, and what it received: its replay
+// (st.Cached events), then the rest. Its OnSynced ran after syncedAt of
+// them (-1: never).
+func (f *cfix) reg(l *life, logAt int, st kvwatchimpl.RegistrationState, syncedAt int, events ...revent) *rreg {
+	g := newRReg(regPlan{how: regDriver})
+	g.probed, g.state, g.logAt, g.syncedAt, g.events = true, st, logAt, syncedAt, events
+	l.regs = append(l.regs, g)
+	return g
+}
+
+// synced is what the probe sees on a synced watcher at rev, with cached
+// entries.
+func synced(rev uint64, cached int) kvwatchimpl.RegistrationState {
+	return kvwatchimpl.RegistrationState{Revision: rev, Synced: true, Filters: scopeA, Cached: cached}
+}
+
+// baseLog is a watcher's log of the base history: its initial read up to
+// 2, then every change in scope a up to a sync point at 8.
+func (f *cfix) baseLog() []revent {
+	return []revent{f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)}
+}
+
+// regAtSync adds the registration added right after the first sync point
+// of the base log: its replay, then the watcher's events after.
+func (f *cfix) regAtSync(l *life, live ...revent) *rreg {
+	return f.reg(l, 3, synced(2, 2), 2, append([]revent{f.ini(1), f.ini(2)}, live...)...)
+}
+
+// regLive is the registration of regAtSync's events after its replay on
+// the base log.
+func (f *cfix) regLive() []revent { return []revent{f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8)} }
+
+// checkerCase is one crafted run; run returns its violations.
+type checkerCase struct {
+	name string
+	run  func(f *cfix) []string
+	// want is a part of a violation it must report; "" for a run with
+	// none.
+	want string
+}
+
+func lifeViolations(f *cfix, l *life) []string {
+	return checkLife(f.hist, f.bucketHistory, 1, 0, l, f.mirror)
+}
+
+func regViolations(f *cfix, l *life) []string {
+	var st regStats
+	return checkRegistrations(f.hist, f.bucketHistory, 1, 0, l, f.mirror, &st)
+}
+
+// bothViolations checks l as TestRobustness does: the life, then its
+// registrations.
+func bothViolations(f *cfix, l *life) []string {
+	return append(lifeViolations(f, l), regViolations(f, l)...)
+}
+
+// lifeCases are runs of the watcher's own checks (checkLife).
+func lifeCases() []checkerCase {
+	return []checkerCase{
+		{name: "clean", run: func(f *cfix) []string { return lifeViolations(f, f.life(f.baseLog()...)) }},
+		{name: "clean resumed by a delta", run: func(f *cfix) []string {
+			return lifeViolations(f, f.lifeFrom(f.state(3, f.ev(3), f.ev(2)), "delta", f.ini(4), f.ini(6), f.ini(7), syncAt(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "out of order", want: rkey("r2") + " at 4: live event after one at 6", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(6), f.ev(4), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "duplicate", want: rkey("r1") + " at 3: delivered after its revision 3", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "duplicate initial", want: rkey("r1") + " at 1: delivered after its revision 1", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "skipped write", want: rkey("r1") + ": write at 3 never delivered", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "skipped write, history 1", run: func(f *cfix) []string {
+			f.bucketHistory = 1 // one message a key: an overwritten write is gone
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "skipped write reported as a data error", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), revent{dropped: true, key: rkey("r1"), rev: 3},
+				f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "wrong value", want: rkey("r1") + " put at 6 " + rval("x") + ": the write there is", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4),
+				with(f.ev(6), func(e *revent) { e.value = rval("x") }), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "wrong op", want: rkey("r2") + " put at 4 : the write there is", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3),
+				with(f.ev(4), func(e *revent) { e.op = kvwatch.OpPut }), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "wrong key", want: rkey("r9") + " put at 7", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6),
+				with(f.ev(7), func(e *revent) { e.key = rkey("r9") }), f.ev(8), syncAt(8)))
+		}},
+		{name: "no write", want: rkey("r1") + " at 9: no write at that revision", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8),
+				with(f.ev(6), func(e *revent) { e.rev = 9 })))
+		}},
+		{name: "LeftScope on a put", want: rkey("r1") + ": LeftScope or FinalStateUnknown on a put", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4),
+				with(f.ev(6), func(e *revent) { e.left, e.inferred = true, true }), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "a delta delivers the checkpoint's revision", want: rkey("r1") + " at 3: a delta from 3 delivered it", run: func(f *cfix) []string {
+			return lifeViolations(f, f.lifeFrom(f.state(3, f.ev(3), f.ev(2)), "delta", f.ini(3), f.ini(4), f.ini(6), f.ini(7), syncAt(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "stale cache at a sync point", want: "sync point at 8: " + rkey("r1") + " cached as 3", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			l.syncs[1] = *f.state(8, f.ev(3), f.ev(8))
+			return lifeViolations(f, l)
+		}},
+		{name: "a key missing at a sync point", want: "sync point at 8: " + rkey("r3") + " missing", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			l.syncs[1] = *f.state(8, f.ev(6))
+			return lifeViolations(f, l)
+		}},
+		{name: "a key out of scope at a sync point", want: "sync point at 8: vpc.b.route.r9 cached as 5", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			l.syncs[1] = *f.state(8, f.ev(6), f.ev(8), f.ev(5))
+			return lifeViolations(f, l)
+		}},
+		{name: "an event out of scope", want: "sync point at 8: vpc.b.route.r9 cached as 5", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(5), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "a key behind at a sync point, not on a mirror", want: "sync point at 8: " + rkey("r3") + " missing",
+			run: func(f *cfix) []string { return behindOnMirror(f, false) }},
+		{name: "a key behind at a sync point on a mirror", run: func(f *cfix) []string { return behindOnMirror(f, true) }},
+		{name: "a sync point on another incarnation", want: "sync point at 2 on another incarnation", run: func(f *cfix) []string {
+			return lifeViolations(f, f.life(f.ini(1), f.ini(2), with(syncAt(2), func(e *revent) { e.epoch = 1 }), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
+		}},
+		{name: "the watch ended on an error", want: "the watch ended on boom", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			l.ended = errors.New("boom")
+			return lifeViolations(f, l)
+		}},
+	}
+}
+
+// behindOnMirror is a watcher of a history-1 bucket whose sync point at 8
+// lacks r3, written again at 9: a mirror may not have brought it yet.
+func behindOnMirror(f *cfix, mirror bool) []string {
+	f.hist.record(hwrite{rev: 9, key: rkey("r3"), op: "PUT", value: rval("9")})
+	f.bucketHistory, f.mirror = 1, mirror
+	l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), syncAt(8), f.ev(9))
+	f.regAtSync(l, f.ev(3), f.ev(4), f.ev(6), f.ev(9))
+	return bothViolations(f, l)
+}
+
+// regCases are runs of the registrations' checks (checkRegistrations).
+func regCases() []checkerCase {
+	return []checkerCase{
+		{name: "clean", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, f.regLive()...)
+			// Added after the change at 3, between two sync points.
+			f.reg(l, 4, synced(3, 2), 2, f.ini(3), f.ini(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "clean past where Stop cut the watcher's handlers", run: func(f *cfix) []string {
+			// 9 does not decode: the watcher, stopped, never reported it.
+			f.hist.record(hwrite{rev: 9, key: rkey("r1"), op: "PUT", value: "not json"})
+			f.hist.record(hwrite{rev: 10, key: rkey("r1"), op: "PUT", value: rval("10")})
+			l := f.life(f.baseLog()[:8]...)
+			l.stopAt = 8
+			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(10))
+			return regViolations(f, l)
+		}},
+		{name: "a replay not Initial", want: "replayed as " + rkey("r1") + " put@1 " + rval("1") + ": not an initial put", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.reg(l, 3, synced(2, 2), 2, append([]revent{f.ev(1), f.ini(2)}, f.regLive()...)...)
+			return regViolations(f, l)
+		}},
+		{name: "a key replayed twice", want: rkey("r1") + " replayed twice", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.reg(l, 3, synced(2, 2), 2, append([]revent{f.ini(1), f.ini(1)}, f.regLive()...)...)
+			return regViolations(f, l)
+		}},
+		{name: "a replay no state of the watcher's", want: "no split of the watcher's log fits it", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.reg(l, 3, synced(2, 2), 2, append([]revent{f.ini(1), f.ini(8)}, f.regLive()...)...)
+			return regViolations(f, l)
+		}},
+		{name: "a first event none of the watcher's", want: "its first event after the replay, " + rkey("r1") + " put@3", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, with(f.ev(3), func(e *revent) { e.value = rval("x") }), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "an event missing", want: "event 1 after the replay is " + rkey("r1") + " put@6", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, f.ev(3), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "an event added", want: "6 events after the replay, the watcher had 5 after the split", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, append(f.regLive(), f.ev(8))...)
+			return regViolations(f, l)
+		}},
+		{name: "the last events missing", want: "2 events after the replay, but 5 were due", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, f.ev(3), f.ev(4))
+			return regViolations(f, l)
+		}},
+		{name: "events after it removed itself", want: "2 events after it removed itself", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			g := f.regAtSync(l, f.regLive()...)
+			g.selfRemovedAt = 5
+			return regViolations(f, l)
+		}},
+		{name: "OnSynced misplaced", want: "OnSynced after 1 events after its replay, the watcher's sync point after 0", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, f.regLive()...).syncedAt = 3
+			return regViolations(f, l)
+		}},
+		{name: "no OnSynced", want: "no OnSynced, but 5 events after the watcher's sync point", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, f.regLive()...).syncedAt = -1
+			return regViolations(f, l)
+		}},
+		{name: "OnSynced with its replay cut short", want: "OnSynced with its replay cut short", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.reg(l, 3, synced(2, 3), 2, f.ini(1), f.ini(2))
+			return regViolations(f, l)
+		}},
+		{name: "OnSynced on a watcher never synced", want: "OnSynced, the watcher never synced", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ini(2), f.ini(3))
+			f.reg(l, 2, kvwatchimpl.RegistrationState{Revision: 2, Filters: scopeA, Cached: 2}, 3, f.ini(1), f.ini(2), f.ini(3))
+			return regViolations(f, l)
+		}},
+		{name: "a live event before OnSynced", want: rkey("r2") + " put@2 " + rval("2") + " before its OnSynced, not flagged Initial", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ev(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8))
+			f.reg(l, 1, kvwatchimpl.RegistrationState{Revision: 1, Filters: scopeA, Cached: 1}, 2,
+				f.ini(1), f.ev(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "a stale replay", want: "its replay at 2: " + rkey("r2") + " missing", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8))
+			f.reg(l, 2, synced(2, 1), 1, f.ini(1), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "stale at a sync point", want: "at the watcher's sync point at 8: " + rkey("r2") + " cached as 2", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(6), f.ev(7), f.ev(8), syncAt(8))
+			f.regAtSync(l, f.ev(3), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "stale at the end", want: "at the end: " + rkey("r3") + " cached as 7", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7))
+			l.final, l.quiet = f.state(8, f.ev(6), f.ev(8)), true
+			f.regAtSync(l, f.ev(3), f.ev(4), f.ev(6), f.ev(7))
+			return regViolations(f, l)
+		}},
+		{name: "out of order", want: rkey("r2") + " at 4: live event after one at 6", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(6), f.ev(4), f.ev(7), f.ev(8), syncAt(8))
+			f.regAtSync(l, f.ev(3), f.ev(6), f.ev(4), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "duplicate", want: rkey("r1") + " at 6: delivered after its revision 6", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(6), f.ev(7), f.ev(8), syncAt(8))
+			f.regAtSync(l, f.ev(3), f.ev(4), f.ev(6), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "a change at or below R after the split", want: rkey("r1") + " put@3 " + rval("3") + " after the split is a change of the live tail at or below 3", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8))
+			f.reg(l, 4, synced(3, 2), 2, f.ini(3), f.ini(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "skipped write", want: rkey("r1") + ": write at 3 never delivered", run: func(f *cfix) []string {
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8))
+			f.regAtSync(l, f.ev(4), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "skipped write after a restored entry", want: rkey("r1") + ": write at 3 never delivered", run: func(f *cfix) []string {
+			// Resumed from 2, synced with nothing new, then a write of r1
+			// skipped: the replay holds r1 as restored, its last event is R.
+			l := f.lifeFrom(f.state(2, f.ev(1), f.ev(2)), "delta", syncAt(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8))
+			f.reg(l, 1, synced(2, 2), 2, f.ini(1), f.ini(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "wrong value", want: rkey("r1") + " put at 6 " + rval("x") + ": the write there is", run: func(f *cfix) []string {
+			bad := with(f.ev(6), func(e *revent) { e.value = rval("x") })
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), bad, f.ev(7), f.ev(8), syncAt(8))
+			f.regAtSync(l, f.ev(3), f.ev(4), bad, f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "no write", want: rkey("r1") + " at 9: no write at that revision", run: func(f *cfix) []string {
+			bad := with(f.ev(6), func(e *revent) { e.rev = 9 })
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), bad)
+			f.regAtSync(l, append(f.regLive(), bad)...)
+			return regViolations(f, l)
+		}},
+		{name: "LeftScope on a put", want: rkey("r1") + ": LeftScope or FinalStateUnknown on a put", run: func(f *cfix) []string {
+			bad := with(f.ev(6), func(e *revent) { e.left, e.inferred = true, true })
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), bad, f.ev(7), f.ev(8), syncAt(8))
+			f.regAtSync(l, f.ev(3), f.ev(4), bad, f.ev(7), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "a live event at or below R past where Stop cut the watcher's handlers", want: rkey("r1") + " at 3: live event at or below R 8", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()[:8]...)
+			l.stopAt = 8
+			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(3))
+			return regViolations(f, l)
+		}},
+		{name: "skipped write past where Stop cut the watcher's handlers", want: rkey("r1") + ": write at 9 never delivered", run: func(f *cfix) []string {
+			f.hist.record(hwrite{rev: 9, key: rkey("r1"), op: "PUT", value: rval("9")})
+			f.hist.record(hwrite{rev: 10, key: rkey("r1"), op: "PUT", value: rval("10")})
+			l := f.life(f.baseLog()[:8]...)
+			l.stopAt = 8
+			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(10))
+			return regViolations(f, l)
+		}},
+		{name: "events without a registration", want: "events without a registration", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, f.regLive()...).probed = false
+			return regViolations(f, l)
+		}},
+		{name: "a loop's count", want: "the loop counted 0 events, recorded 8", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			g := f.regAtSync(l, f.regLive()...)
+			g.plan.how, g.done = regLoop, make(chan struct{})
+			close(g.done)
+			return regViolations(f, l)
+		}},
+		{name: "noted by its handlers", want: "OnSynced twice", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			f.regAtSync(l, f.regLive()...).odd = []string{"OnSynced twice"}
+			return regViolations(f, l)
+		}},
+		{name: "a log that does not make its caches", want: "its events and data errors do not make its caches at the sync point at 8", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			l.syncs[1] = *f.state(8, f.ev(3), f.ev(8))
+			return regViolations(f, l)
+		}},
+		{name: "the watcher's OnSynced misplaced", want: "its OnSynced ran at 1 in its log", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			l.syncedAt = 1
+			return regViolations(f, l)
+		}},
+		{name: "more sync points than checkpoints", want: "more sync points in its log than checkpoints", run: func(f *cfix) []string {
+			l := f.life(f.baseLog()...)
+			l.syncs = l.syncs[:1]
+			return regViolations(f, l)
+		}},
+	}
+}
+
+// TestRobustnessCheckerReportsEachViolation runs the checker on crafted
+// runs: each violation reported, none where there is none.
+func TestRobustnessCheckerReportsEachViolation(t *testing.T) {
+	for _, set := range []struct {
+		name  string
+		cases []checkerCase
+	}{{"life", lifeCases()}, {"registration", regCases()}} {
+		for _, c := range set.cases {
+			t.Run(set.name+"/"+c.name, func(t *testing.T) {
+				bad := c.run(newCfix())
+				switch {
+				case c.want == "" && len(bad) > 0:
+					t.Errorf("violations in a run with none:\n%s", strings.Join(bad, "\n"))
+				case c.want != "" && !slices.ContainsFunc(bad, func(b string) bool { return strings.Contains(b, c.want) }):
+					t.Errorf("%q not reported; reported:\n%s", c.want, strings.Join(bad, "\n"))
+				}
+			})
+		}
+	}
+}
