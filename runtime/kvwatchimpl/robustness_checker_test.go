@@ -413,6 +413,12 @@ func regCases() []checkerCase {
 			f.reg(l, 1, synced(2, 2), 2, f.ini(1), f.ini(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
 			return regViolations(f, l)
 		}},
+		{name: "the first write after R of a key absent at R skipped", want: rkey("r3") + ": write at 7 never delivered", run: func(f *cfix) []string {
+			// The watcher's own check cannot see it: r3 had no event before.
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ev(8), syncAt(8))
+			f.reg(l, 4, synced(3, 2), 2, f.ini(3), f.ini(2), f.ev(4), f.ev(6), f.ev(8))
+			return regViolations(f, l)
+		}},
 		{name: "wrong value", want: rkey("r1") + " put at 6 " + rval("x") + ": the write there is", run: func(f *cfix) []string {
 			bad := with(f.ev(6), func(e *revent) { e.value = rval("x") })
 			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), bad, f.ev(7), f.ev(8), syncAt(8))

@@ -843,6 +843,7 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 	// history.
 	checkEvent := func(e revent) {
 		view.apply(e)
+		first := !touched[e.key]
 		touched[e.key] = true
 		if e.inferred {
 			if e.op != kvwatch.OpDelete {
@@ -872,7 +873,7 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 			fail("%s at %d: delivered after its revision %d", e.key, e.rev, last)
 		}
 		last, ok := lastEvent[e.key]
-		if !ok && seedR && !touched[e.key] && inFilters(state.Filters, e.key) {
+		if !ok && seedR && first && inFilters(state.Filters, e.key) {
 			last, ok = R, true
 		}
 		if ok && bucketHistory > 1 && !e.initial {
