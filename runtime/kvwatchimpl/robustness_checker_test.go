@@ -21,6 +21,11 @@ import (
 // scopeA is the filters of scope a.
 var scopeA = []string{"$KV.network.vpc.a", "$KV.network.vpc.a.>"}
 
+// scopeAB is the filters of scopes a and b.
+func scopeAB() []string {
+	return append(slices.Clone(scopeA), "$KV.network.vpc.b", "$KV.network.vpc.b.>")
+}
+
 // cfix is a crafted run: a history of writes in one epoch, and how the
 // bucket keeps them.
 type cfix struct {
@@ -199,6 +204,12 @@ func lifeCases() []checkerCase {
 		{name: "clean resumed by a delta", run: func(f *cfix) []string {
 			return lifeViolations(f, f.lifeFrom(f.state(3, f.ev(3), f.ev(2)), "delta", f.ini(4), f.ini(6), f.ini(7), syncAt(7), f.ev(8), syncAt(8)))
 		}},
+		{name: "clean resumed by a delta, then a scope added", run: func(f *cfix) []string {
+			// Synced, the watcher reads scope b: the Initial event of its
+			// key is older than the checkpoint.
+			l := f.lifeFrom(f.state(6, f.ev(6)), "delta", f.ini(7), f.ini(8), syncAt(8), f.ini(5), revent{sync: true, rev: 8, filters: scopeAB()})
+			return lifeViolations(f, l)
+		}},
 		{name: "out of order", want: rkey("r2") + " at 4: live event after one at 6", run: func(f *cfix) []string {
 			return lifeViolations(f, f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(6), f.ev(4), f.ev(7), f.ev(8), syncAt(8)))
 		}},
@@ -293,6 +304,49 @@ func regCases() []checkerCase {
 			// Added after the change at 3, between two sync points.
 			f.reg(l, 4, synced(3, 2), 2, f.ini(3), f.ini(2), f.ev(4), f.ev(6), f.ev(7), f.ev(8))
 			return regViolations(f, l)
+		}},
+		{name: "clean with a scope added while synced", run: func(f *cfix) []string {
+			// Its replay at 6, then the watcher's SetScopes adds scope b:
+			// the Initial event of its key is older than R.
+			ab := scopeAB()
+			l := f.life(f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4), f.ev(6), f.ini(5),
+				revent{sync: true, rev: 6, filters: ab}, f.ev(7), f.ev(8), revent{sync: true, rev: 8, filters: ab})
+			f.reg(l, 6, synced(6, 1), 1, f.ini(6), f.ini(5), f.ev(7), f.ev(8))
+			return bothViolations(f, l)
+		}},
+		{name: "clean re-listed from a checkpoint of another incarnation", run: func(f *cfix) []string {
+			// The bucket was made again: its revisions start over.
+			f.hist.record(hwrite{epoch: 1, rev: 1, key: rkey("r1"), op: "PUT", value: rval("e1")})
+			r1 := revent{key: rkey("r1"), op: kvwatch.OpPut, value: rval("e1"), rev: 1, initial: true}
+			r3 := revent{key: rkey("r3"), op: kvwatch.OpDelete, rev: 1, initial: true, unknown: true, inferred: true}
+			l := f.lifeFrom(f.state(8, f.ev(6), f.ev(8)), "relist", r1, r3, revent{sync: true, rev: 1, filters: scopeA, epoch: 1})
+			l.epoch = 1
+			f.reg(l, 0, kvwatchimpl.RegistrationState{Revision: 8, Filters: scopeA, Cached: 2}, 4, f.ini(6), f.ini(8), r1, r3)
+			return bothViolations(f, l)
+		}},
+		{name: "clean with a scope left and re-added", run: func(f *cfix) []string {
+			// r2, deleted, is written while scope a is out: its next event
+			// comes after writes it was not told of.
+			f.hist.record(hwrite{rev: 9, key: rkey("r2"), op: "PUT", value: rval("9")})
+			f.hist.record(hwrite{rev: 10, key: rkey("r2"), op: "DEL"})
+			f.hist.record(hwrite{rev: 11, key: rkey("r2"), op: "PUT", value: rval("11")})
+			left := func(rev uint64) revent {
+				return with(f.ev(rev), func(e *revent) { e.op, e.value, e.left, e.inferred = kvwatch.OpDelete, "", true, true })
+			}
+			b := []string{"$KV.network.vpc.b", "$KV.network.vpc.b.>"}
+			live := []revent{f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8),
+				left(6), left(8), f.ini(5), revent{sync: true, rev: 8, filters: b},
+				left(5), f.ini(6), f.ini(8), syncAt(10), f.ev(11), syncAt(11)}
+			l := f.life(append([]revent{f.ini(1), f.ini(2), syncAt(2)}, live...)...)
+			f.regAtSync(l, slices.DeleteFunc(slices.Clone(live), func(e revent) bool { return e.sync })...)
+			return bothViolations(f, l)
+		}},
+		{name: "clean with a data error", run: func(f *cfix) []string {
+			// r1 written at 9 does not decode: the watcher drops it.
+			f.hist.record(hwrite{rev: 9, key: rkey("r1"), op: "PUT", value: "not json"})
+			l := f.life(append(f.baseLog(), revent{dropped: true, key: rkey("r1"), rev: 9}, syncAt(9))...)
+			f.regAtSync(l, f.regLive()...)
+			return bothViolations(f, l)
 		}},
 		{name: "clean past where Stop cut the watcher's handlers", run: func(f *cfix) []string {
 			// 9 does not decode: the watcher, stopped, never reported it.
