@@ -812,120 +812,41 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 		return // nothing after a replay cut short
 	}
 
-	// Its events as checkLife checks a life's, from the replay on: each a
-	// write of the history, live ones in order, a key's revisions
-	// increasing while it stays in scope, no write of a key between two
-	// of its events (history kept). When synced, until the next sync
-	// point (the scopes may change after it, and a SetScopes from no
-	// scope at all may take the revision back): live events after R, and
-	// no write after R missing before the first event of a key in scope.
-	recreated := l.resumed != nil && l.resumedEpoch != q.epoch
-	lastLive := uint64(0)
-	lastOf, lastEvent, touched := map[string]uint64{}, map[string]uint64{}, map[string]bool{}
-	seedR := synced
-	for key, e := range fold {
-		touched[key] = true
-		if !(recreated && e.restored && !state.Synced) {
-			lastOf[key] = e.rev // a checkpoint of another stream: its revisions start over
-		}
-		if !e.restored {
-			lastEvent[key] = e.rev
-		} else if seedR {
-			lastEvent[key] = R
-		}
-	}
-	view := maps2(replayed) // the registration's view: its events, and the watcher's data errors
-	// reported are the data errors the watcher reported, where the
-	// registration's events are those of the watcher's own handlers;
-	// past where Stop cut those short, the writes that do not decode.
-	reported := l.reported
-	// checkEvent checks one of its events after the replay against the
-	// history.
-	checkEvent := func(e revent) {
-		view.apply(e)
-		first := !touched[e.key]
-		touched[e.key] = true
-		if e.inferred {
-			if e.op != kvwatch.OpDelete {
-				fail("%s: LeftScope or FinalStateUnknown on a %s", e.key, e.op)
-			}
-			delete(lastOf, e.key)
-			delete(lastEvent, e.key)
-			return
-		}
-		w, ok := hist.write(q.epoch, e.rev)
-		switch {
-		case !ok:
-			fail("%s at %d: no write at that revision", e.key, e.rev)
-			return
-		case w.key != e.key || opName(e.op) != w.op || (w.op == "PUT" && canonical(e.key, w.value) != e.value):
-			fail("%s %s at %d %s: the write there is %s %s %s", e.key, e.op, e.rev, e.value, w.key, w.op, w.value)
-		}
-		if !e.initial {
-			if e.rev <= lastLive {
-				fail("%s at %d: live event after one at %d", e.key, e.rev, lastLive)
-			} else if seedR && e.rev <= R {
-				fail("%s at %d: live event at or below R %d, the revision of its replay", e.key, e.rev, R)
-			}
-			lastLive = e.rev
-		}
-		if last, ok := lastOf[e.key]; ok && e.rev <= last {
-			fail("%s at %d: delivered after its revision %d", e.key, e.rev, last)
-		}
-		last, ok := lastEvent[e.key]
-		if !ok && seedR && first && inFilters(state.Filters, e.key) {
-			last, ok = R, true
-		}
-		if ok && bucketHistory > 1 && !e.initial {
-			for _, skipped := range skippedWrites(hist, q.epoch, e.key, last, e.rev, reported) {
-				fail("%s: write at %d never delivered (its events at %d and %d, R %d)", e.key, skipped, last, e.rev, R)
-			}
-		}
-		lastOf[e.key], lastEvent[e.key] = e.rev, e.rev
+	// Its events as checkLife checks a life's, from the replay on, with
+	// the watcher's sync points and data errors from the split's last
+	// apply on, as far as its events go, and those past where Stop cut the
+	// watcher's own handlers (ownCut). When synced, until the next sync
+	// point (the scopes may change after it, and a SetScopes from no scope
+	// at all may take the revision back): live events after R, and no
+	// write after R missing before the first event of a key in scope.
+	// Sync points once Stop was called are left out: handlers no longer
+	// run then.
+	seq := evSeq{hist: hist, epoch: q.epoch, bucketHistory: bucketHistory, reported: l.reported, start: fold,
+		forget: l.resumed != nil && l.resumedEpoch != q.epoch && !state.Synced, exact: true, mirror: mirror}
+	if synced {
+		seq.floor = &evFloor{rev: R, live: true, what: "live event at or below R %d, the revision of its replay", seed: true, filters: state.Filters}
 	}
 	j := 0
 	start := 0
 	if s > 0 {
 		start = q.m[s-1] + 1 // with the sync points between the split's last apply and the next
 	}
+items:
 	for x := start; x < len(q.items); x++ {
-		e := q.items[x]
-		switch {
-		case e.sync:
-			if l.stopAt >= 0 && x >= l.stopAt {
-				continue
-			}
-			// Exact at every sync point it lived through.
-			st.syncPoints++
-			for _, d := range stateDiffOf(hist, q.epoch, e.rev, e.filters, view.cache(), func(key, cached string) bool {
-				return mirror && bucketHistory == 1 && behind(hist, q.epoch, e.rev, key, cached)
-			}) {
-				fail("at the watcher's sync point at %d: %s", e.rev, d)
-			}
-			for key := range lastOf {
-				if !inFilters(e.filters, key) {
-					delete(lastOf, key)
-					delete(lastEvent, key)
-				}
-			}
-			seedR = false
-			continue
-		case e.dropped:
-			view.apply(e)
-			continue
+		switch e := q.items[x]; {
+		case e.sync && l.stopAt >= 0 && x >= l.stopAt:
+		case e.sync || e.dropped:
+			seq.items = append(seq.items, e)
+		case j < len(live):
+			seq.items = append(seq.items, live[j]) // the watcher's event there (above)
+			j++
+		default:
+			break items // its events end before this one
 		}
-		if j >= len(live) {
-			break
-		}
-		checkEvent(live[j])
-		j++
 	}
-	if j < len(live) { // after the watcher's own handlers were cut short (ownCut)
-		reported = undecodable(hist, q.epoch, l.reported)
-	}
-	for ; j < len(live); j++ {
-		checkEvent(live[j])
-	}
+	seq.unlogged = live[j:]
+	view, syncPoints := checkEvents(seq, fail)
+	st.syncPoints += syncPoints
 
 	// The final state, for a registration that lived to the end of the
 	// run and had every event of the watcher's after the split.
