@@ -30,9 +30,11 @@ import (
 //     their revision within their filters.
 //  5. Resumable: a delta delivers only revisions after the checkpoint's.
 //
-// Registrations (AddHandlers, Events) are checked in
-// robustness_shared_test.go: against their watcher's own events, and
-// against the history as a life is, from the state at their snapshot on.
+// 1, 2, 3 and 5 are checked event by event by one loop, checkEvents
+// (robustness_events_test.go), on a watcher's own log here and on each
+// registration's events (AddHandlers, Events) in
+// robustness_regcheck_test.go, which also checks them against their
+// watcher's own events, from the state at their snapshot on.
 //
 // One consumer and clean stops are checked while the run goes on.
 

@@ -2,6 +2,7 @@ package kvwatchimpl_test
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
@@ -171,4 +172,16 @@ func checkEvents(s evSeq, fail func(string, ...any)) (view rstate, syncPoints in
 		lastOf[e.key], lastEvent[e.key] = e.rev, e.rev
 	}
 	return view, syncPoints
+}
+
+// undecodable returns reported with the revisions of the puts of epoch
+// whose values do not decode added.
+func undecodable(hist *history, epoch int, reported map[uint64]bool) map[uint64]bool {
+	out := maps.Clone(reported)
+	for _, w := range hist.epochWrites(epoch) {
+		if w.op == "PUT" && canonical(w.key, w.value) == "undecodable" {
+			out[w.rev] = true
+		}
+	}
+	return out
 }
