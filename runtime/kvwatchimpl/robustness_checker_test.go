@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 )
 
 // This file tests the robustness test's checker itself, with no server:
