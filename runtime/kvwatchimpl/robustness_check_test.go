@@ -30,9 +30,11 @@ import (
 //     their revision within their filters.
 //  5. Resumable: a delta delivers only revisions after the checkpoint's.
 //
-// Registrations (AddHandlers, Events) are checked in
-// robustness_shared_test.go: against their watcher's own events, and
-// against the history as a life is, from the state at their snapshot on.
+// 1, 2, 3 and 5 are checked event by event by one loop, checkEvents
+// (robustness_events_test.go), on a watcher's own log here and on each
+// registration's events (AddHandlers, Events) in
+// robustness_regcheck_test.go, which also checks them against their
+// watcher's own events, from the state at their snapshot on.
 //
 // One consumer and clean stops are checked while the run goes on.
 
@@ -81,93 +83,16 @@ func checkLife(hist *history, bucketHistory int, id, n int, l *life, mirror bool
 			fail("sync point at %d: %s was delivered as %v", cp.Revision, key, seen)
 		}
 	}
-	var lastLive uint64
-	// lastOf is each key's last revision known in this life (restored or
-	// delivered), lastEvent its last delivered one: a gap is checked
-	// between deliveries only (a re-list delivers a state, not history).
-	lastOf, lastEvent := map[string]uint64{}, map[string]uint64{}
-	if l.resumed != nil {
-		// The restored entries within the scopes the watcher started with
-		// are its own from the start.
-		for _, e := range kvwatchimpl.EntriesOf(*l.resumed, &routeKind) {
-			if inFilters(l.startFilters, e.Key.String()) {
-				lastOf[e.Key.String()] = e.Revision
-			}
-		}
-		for _, e := range kvwatchimpl.EntriesOf(*l.resumed, &vpcKind) {
-			if inFilters(l.startFilters, e.Key.String()) {
-				lastOf[e.Key.String()] = e.Revision
-			}
-		}
+	// Its events, from the entries it resumed with within the scopes it
+	// started with (its own from the start); a checkpoint of another
+	// incarnation is re-listed (whether or not the life lived to its first
+	// sync point, where resumePath is known).
+	seq := evSeq{hist: hist, epoch: l.epoch, bucketHistory: bucketHistory, items: l.events, reported: l.reported,
+		start: l.restoredState(), forget: l.resumed != nil && l.resumedEpoch != l.epoch}
+	if l.resumed != nil && l.resumePath == "delta" {
+		seq.floor = &evFloor{rev: l.resumed.Revision, what: "a delta from %d delivered it"}
 	}
-	synced := false
-	// A checkpoint of another incarnation is re-listed (whether or not the
-	// life lived to its first sync point, where resumePath is known).
-	recreated := l.resumed != nil && l.resumedEpoch != l.epoch
-	if recreated {
-		clear(lastOf) // another stream: its revisions start over
-	}
-	for _, e := range l.events {
-		if e.sync {
-			synced = true
-			// Keys out of the scopes of this sync point were out of them
-			// since the switch that led to it: their next event starts
-			// over (a key absent when its scope left had no LeftScope
-			// delete to say so).
-			for key := range lastOf {
-				if !inFilters(e.filters, key) {
-					delete(lastOf, key)
-					delete(lastEvent, key)
-				}
-			}
-			continue
-		}
-		if e.dropped {
-			continue // a data error: reported, no event
-		}
-		if e.inferred {
-			if e.op != kvwatch.OpDelete {
-				fail("%s: LeftScope or FinalStateUnknown on a %s", e.key, e.op)
-			}
-			delete(lastOf, e.key)
-			delete(lastEvent, e.key)
-			continue
-		}
-		w, ok := hist.write(l.epoch, e.rev)
-		switch {
-		case !ok:
-			fail("%s at %d: no write at that revision", e.key, e.rev)
-			continue
-		case w.key != e.key || opName(e.op) != w.op || (w.op == "PUT" && canonical(e.key, w.value) != e.value):
-			fail("%s %s at %d %s: the write there is %s %s %s", e.key, e.op, e.rev, e.value, w.key, w.op, w.value)
-		}
-		if !e.initial {
-			if e.rev <= lastLive {
-				fail("%s at %d: live event after one at %d", e.key, e.rev, lastLive)
-			}
-			lastLive = e.rev
-		}
-		if last, ok := lastOf[e.key]; ok && e.rev <= last {
-			fail("%s at %d: delivered after its revision %d", e.key, e.rev, last)
-		}
-		if last, ok := lastEvent[e.key]; ok && bucketHistory > 1 && !e.initial {
-			// Initial events are a state, not the next change: a key
-			// whose scope was re-added is read as it is now.
-			for _, skipped := range skippedWrites(hist, l.epoch, e.key, last, e.rev, l.reported) {
-				var ops []string
-				for _, w := range hist.keyWrites(l.epoch, e.key) {
-					if w.rev >= last && w.rev <= e.rev {
-						ops = append(ops, fmt.Sprintf("%s@%d", w.op, w.rev))
-					}
-				}
-				fail("%s: write at %d never delivered (events at %d and %d; writes %v)", e.key, skipped, last, e.rev, ops)
-			}
-		}
-		if !synced && l.resumed != nil && l.resumePath == "delta" && e.rev <= l.resumed.Revision {
-			fail("%s at %d: a delta from %d delivered it", e.key, e.rev, l.resumed.Revision)
-		}
-		lastOf[e.key], lastEvent[e.key] = e.rev, e.rev
-	}
+	checkEvents(seq, fail)
 	return bad
 }
 

@@ -32,7 +32,7 @@ import (
 // and for the handlers added to running watchers (AddHandlers, from the
 // driver and from handlers, removed now and then) and the loops over their
 // events (Events), against their watchers' own events too
-// (robustness_shared_test.go).
+// (robustness_regcheck_test.go).
 //
 //	go test ./runtime/kvwatchimpl -run Robustness              # the short run, part of go test ./...
 //	go test ./runtime/kvwatchimpl -run Robustness -soak 10m    # runs after runs, for 10 minutes
