@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The fleet scenario measures the topology of DESIGN.md §4b: a hub server
+// The fleet scenario measures the topology of docs/fleet.md: a hub server
 // (JetStream domain "hub") holds the bucket; E edge servers, each a leaf
 // node of the hub with a domain of its own, hold a KV mirror named like
 // it; W watchers (fleet nodes), each a generated watcher on a connection
@@ -91,7 +91,7 @@ type fleetResult struct {
 }
 
 // runFleet measures each configuration on a fresh fleet and reports it,
-// then the headline figures. It answers what DESIGN.md §4b claims: with
+// then the headline figures. It answers what docs/fleet.md claims: with
 // watchers on edges the hub carries no watcher consumer (the scenario
 // fails otherwise) and little memory per watcher, each edge pays for its
 // own watchers, a write reaches every watcher of its scope within a few

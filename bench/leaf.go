@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// This file makes a server child a server of a fleet (DESIGN.md §4b): the
+// This file makes a server child a server of a fleet (docs/fleet.md): the
 // hub, with a leafnode listener, or an edge, a leaf node of the hub. Each
 // has its own JetStream domain and a monitoring port.
 

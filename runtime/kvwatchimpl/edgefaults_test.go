@@ -23,7 +23,7 @@ import (
 // its edge's link to the hub cut for 3 s and for 20 s, the hub restarted,
 // the edge restarted. Throughout, the hub takes writes (overwrites of a
 // few keys, in and out of the watcher's scope, and deletes); afterwards
-// the guarantees of DESIGN.md §4a hold against the recorded writes
+// the guarantees of docs/guarantees.md hold against the recorded writes
 // (edgeHistory.check), the cache equals the hub's bucket, and during a
 // cut Stats showed the mirror stale.
 func TestEdgeWatcherSurvivesFaults(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // This file checks what the robustness test's watchers delivered against
-// the history of writes, guarantee by guarantee (DESIGN.md §4a):
+// the history of writes, guarantee by guarantee (docs/guarantees.md):
 //
 //  1. Ordered: live events (not Initial) in strictly increasing revision,
 //     across kinds.

@@ -27,7 +27,7 @@ import (
 // in a 3-node cluster the loss of the consumer's node or of the meta
 // leader, a stream leader step-down; the bucket deleted and made again; in
 // a fleet, two of three watchers on an edge's mirror, its link to the hub
-// cut, the edge restarted). Every watch guarantee of DESIGN.md §4a is then
+// cut, the edge restarted). Every watch guarantee of docs/guarantees.md is then
 // checked against the recorded history of writes (robustness_check_test.go),
 // and for the handlers added to running watchers (AddHandlers, from the
 // driver and from handlers, removed now and then) and the loops over their
