@@ -77,6 +77,14 @@ const MaxQueued = maxQueued
 // change up to rev within the watcher's scopes is in its caches.
 func (w *Watcher) UpTo(ctx context.Context, rev uint64) (bool, error) { return w.upTo(ctx, rev) }
 
+// WithReplicaBehind makes the watcher's direct gets of the entry at or
+// after a revision (the checks of its stream) answer "none" where behind
+// returns true, as a replica of a replicated stream that has not stored
+// that revision yet answers.
+func WithReplicaBehind(behind func(seq uint64) bool) kvwatch.Option {
+	return func(c *config.Watch) { c.ReplicaBehind = behind }
+}
+
 // WithApplyHook makes a watcher call f on its event goroutine after each
 // apply to its caches (an entry, or an atomic batch whole), outside the
 // state lock: what a cache reader can see between two applies.

@@ -110,6 +110,9 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 	}
 	for _, a := range as {
 		e, found, err := w.entryFrom(ctx, a.revision)
+		if err == nil && !found && w.directGet {
+			e, found = w.askLeader(ctx, a.revision)
+		}
 		switch {
 		case err != nil && !w.directGet && w.refusedOptional():
 			// Without direct get the stream's message API tells, and the
@@ -140,6 +143,27 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 	}
 	wb.At, wb.Found = e.revision, e.key
 	return wb, nil
+}
+
+// askLeader reads the stream's first entry at or after seq through its
+// message API, which the stream's leader answers, after a direct get found
+// none: a direct get is answered by any replica of a replicated stream,
+// and one behind the leader holds nothing at or after a revision it has
+// not stored yet, which is no sign of a stream gone back. found is false
+// when the leader holds none either, or cannot be asked (no permission
+// for the message API: the direct get's answer then stands).
+func (w *Watcher) askLeader(ctx context.Context, seq uint64) (e rawEntry, found bool) {
+	if w.msgGetRefused {
+		return rawEntry{}, false
+	}
+	e, found, err := w.msgGetNext(ctx, seq, w.subjectPrefix+">")
+	if err != nil {
+		if w.refusedOptional() {
+			w.msgGetRefused = true
+		}
+		return rawEntry{}, false
+	}
+	return e, found
 }
 
 // inScopeBetween returns the first entry in the watcher's scopes after
@@ -182,6 +206,9 @@ func (w *Watcher) inScopeBetween(ctx context.Context, from, to uint64) (e rawEnt
 func (w *Watcher) entryFrom(ctx context.Context, seq uint64) (rawEntry, bool, error) {
 	if !w.directGet {
 		return w.msgGetNext(ctx, seq, w.subjectPrefix+">")
+	}
+	if behind := w.cfg.ReplicaBehind; behind != nil && behind(seq) {
+		return rawEntry{}, false, nil
 	}
 	body, err := json.Marshal(directget.Request{Seq: seq, NextBySubj: w.subjectPrefix + ">"})
 	if err != nil {

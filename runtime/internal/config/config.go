@@ -28,6 +28,10 @@ type Watch struct {
 	// OnApplied, for tests, runs on the event goroutine after each apply
 	// to the caches, outside the state lock.
 	OnApplied func()
+	// ReplicaBehind, for tests, makes a direct get of the entry at or
+	// after seq answer "none" when it returns true: a replica of a
+	// replicated stream that has not stored seq yet.
+	ReplicaBehind func(seq uint64) bool
 }
 
 // DefaultMaxFilters is the most subject filters a watcher gives one
