@@ -143,17 +143,20 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 		onRoute(ev)
 		once.Do(func() { close(first); <-hold }) // the initial state stops after one event
 	}
-	var fromHandler kvwatch.Registration
+	// The registration made from OnSynced is handed over on a channel: the
+	// handler runs on the watcher's goroutine for handlers, not this one.
+	added := make(chan kvwatch.Registration, 1)
 	var inner eventLog
 	var w *fleetkv.NetworkWatcher
 	ready := make(chan struct{})
 	h.OnSynced = func() {
 		main.add("synced")
 		<-ready
-		var err error
-		if fromHandler, err = w.AddHandlers(inner.handlers()); err != nil {
+		r, err := w.AddHandlers(inner.handlers())
+		if err != nil {
 			t.Errorf("AddHandlers from a handler: %v", err)
 		}
+		added <- r
 	}
 	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"a"}}, h)
 	if err != nil {
@@ -205,6 +208,12 @@ func TestAddHandlersBeforeSyncAndFromAHandler(t *testing.T) {
 	var he *kvwatch.HandlerError
 	if len(errs) != 1 || !errors.As(errs[0], &he) {
 		t.Errorf("the registration's OnError got %v, want one HandlerError", errs)
+	}
+	var fromHandler kvwatch.Registration
+	select {
+	case fromHandler = <-added:
+	case <-ctx.Done():
+		t.Fatal("OnSynced never added its handlers")
 	}
 	kvwatchtest.Eventually(t, 10*time.Second, "the replay of handlers added from OnSynced", func() bool { return len(inner.get()) >= routes+1 })
 	if fromHandler == nil || !fromHandler.Synced() || len(inner.get()) != routes+1 {
