@@ -129,7 +129,8 @@ type Entry[K comparable, V any] struct {
 	Created  time.Time `json:"created"`
 }
 
-// AnyEvent is an event of any kind of a watcher's stream (Watcher.Events):
+// AnyEvent is an event of any kind of a watcher's stream (the generated
+// watcher's Events):
 // an Event[K, V] of one of its kinds (the generated XEvent types), or
 // SyncedEvent. A type switch over the generated event types reads it:
 //

@@ -139,30 +139,30 @@ func SaveTimeout(d time.Duration) CheckpointFileOption {
 // WithCheckpointFile makes the watcher durable: it starts from the
 // checkpoint in the file at path, and keeps that file up to date.
 //
-// At Start the file is read in full and checked: its format version, its
-// trailer and checksum, its bucket (the one watched and the schema's), and
-// its kinds (names, key templates, codecs and the shape of their value
-// types must be the watcher's). A valid file is resumed from as Resume
-// does, and Resume's own checks still apply (Stats().Resume is "delta" or
-// "relist"). A file that is corrupt, cut short, foreign (another bucket,
-// another schema's kinds, another format version) or unreadable is never
-// trusted: it is logged at warn, passed to OnError as a
-// *CheckpointFileError (to OnError, before any event), and
+// When the watch starts the file is read in full and checked: its format
+// version, its trailer and checksum, its bucket (the one watched and the
+// schema's), and its kinds (names, key templates, codecs and the shape of
+// their value types must be the watcher's). A valid file is resumed from as
+// the generated checkpoint's Resume option does, and its checks still apply
+// (Stats().Resume is "delta" or "relist"). A file that is corrupt, cut
+// short, foreign (another bucket, another schema's kinds, another format
+// version) or unreadable is never trusted: it is logged at warn, passed to
+// OnError as a *CheckpointFileError (to OnError, before any event), and
 // ignored: the watcher reads the whole state. A missing file is no error
-// (the first start). When Resume is also given, its checkpoint is used
-// and the file is not read, only written. Temporary files a crash left
-// next to path are removed at Start.
+// (the first start). When a checkpoint's Resume option is also given, its
+// checkpoint is used and the file is not read, only written. Temporary
+// files a crash left next to path are removed when the watch starts.
 //
 // The file is saved once the watcher is synced, then whenever SaveEvery's
 // count of changes or SaveInterval's time is reached, whichever first,
 // and when the watch ends (Stop, the context, a terminal error): never
 // before the watcher is synced, never while SetScopes brings scopes in,
 // never when the file already holds the watcher's revision, filters and
-// stream. A save takes Watcher.Checkpoint on the watcher's saver goroutine
+// stream. A save takes the watcher's checkpoint on its saver goroutine
 // (the event goroutine waits only while the entries are listed under the
 // read lock), then encodes and writes on another goroutine: one save at a
 // time, a save falling due while one runs waits for it. A save holds a
-// copy of the entries (Watcher.Checkpoint's) until it is written.
+// copy of the entries until it is written.
 //
 // Each save is atomic: it writes a temporary file in path's directory,
 // fsyncs it, renames it over path and fsyncs the directory, so path always
