@@ -21,7 +21,9 @@ import (
 // bucket (named like it) unchanged: the initial state, the hub's live
 // writes, and writes made on the edge through the mirror-bound handle
 // (which go to the hub); the edge's mirror holds its one consumer, the
-// hub none.
+// hub none. The watcher's connection has the _LOCAL inbox prefix, which
+// the edges' leaf remotes deny (docs/fleet.md): its replies stay on the
+// edge.
 func TestWatchAnEdgeMirror(t *testing.T) {
 	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
 	_, hub := f.ConnectHub(t)
@@ -197,28 +199,6 @@ func TestMirrorWithoutDirectGet(t *testing.T) {
 	if v, ok := routes.Cache().Get(routeKey{VPC: "a", RouteID: "r1"}); !ok || v.CIDR != "hub" {
 		t.Errorf("cached %+v (%v)", v, ok)
 	}
-}
-
-// Watcher connections on an edge can use an inbox prefix that the edge's
-// leaf remote denies, so that nodes' reply subscriptions stay off the hub
-// (docs/fleet.md): the watcher syncs and follows the hub's writes.
-func TestWatchOnAnEdgeWithALocalInboxPrefix(t *testing.T) {
-	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"}, kvwatchtest.FleetOptions{})
-	_, hub := f.ConnectHub(t)
-	hubKV, err := hub.KeyValue(context.Background(), "network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := put(t, hubKV, "vpc.a.route.r1", route{CIDR: "before"})
-	edge := f.Edges[0]
-	f.WaitMirrored(t, edge, first)
-	_, js := edge.Connect(t) // the _LOCAL inbox prefix, which StartFleet's edges deny
-	w, routes := startOnEdge(t, js, newRecorder())
-	if routes.Cache().Len() != 1 {
-		t.Fatalf("%d routes after sync, want 1", routes.Cache().Len())
-	}
-	live := put(t, hubKV, "vpc.a.route.r2", route{CIDR: "live"})
-	waitRevision(t, w, live)
 }
 
 // The consumer limit of an edge's mirror (1,000 by default, as every
