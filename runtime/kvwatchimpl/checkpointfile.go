@@ -38,8 +38,7 @@ func (w *Watcher) CheckpointFileStats() kvwatch.CheckpointFileStats {
 // checkpointFile is a watcher's checkpoint file: its options, what the
 // file on disk holds, and the statistics.
 type checkpointFile struct {
-	path string
-	cfg  config.CheckpointFile
+	cfg config.CheckpointFile // its path and when to save
 	// loadErr is set by Start and reported by the event goroutine.
 	loadErr error
 	// onDisk is the head of the checkpoint the file holds (set by Start,
@@ -91,28 +90,28 @@ func (w *Watcher) loadCheckpointFile() {
 	}
 	log := w.cfg.Logger
 	ctx := context.Background()
-	for _, p := range checkpointfile.RemoveTemps(f.path) {
+	for _, p := range checkpointfile.RemoveTemps(f.cfg.Path) {
 		log.LogAttrs(ctx, slog.LevelInfo, "kvwatch: removed a checkpoint file's leftover temporary file", slog.String("path", p))
 	}
 	if w.cfg.Resume != nil {
 		log.LogAttrs(ctx, slog.LevelInfo, "kvwatch: Resume given: the checkpoint file is not read, only saved",
-			slog.String("bucket", w.bucket), slog.String("path", f.path))
+			slog.String("bucket", w.bucket), slog.String("path", f.cfg.Path))
 		return
 	}
-	cp, err := w.readCheckpointFile(f.path)
+	cp, err := w.readCheckpointFile(f.cfg.Path)
 	switch {
 	case err != nil:
-		f.loadErr = &kvwatch.CheckpointFileError{Path: f.path, Op: "load", Err: err}
+		f.loadErr = &kvwatch.CheckpointFileError{Path: f.cfg.Path, Op: "load", Err: err}
 		log.LogAttrs(ctx, slog.LevelWarn, "kvwatch: checkpoint file ignored: reading the whole state",
-			slog.String("bucket", w.bucket), slog.String("path", f.path), slog.Any("error", err))
+			slog.String("bucket", w.bucket), slog.String("path", f.cfg.Path), slog.Any("error", err))
 	case cp == nil:
 		log.LogAttrs(ctx, slog.LevelInfo, "kvwatch: no checkpoint file yet: reading the whole state",
-			slog.String("bucket", w.bucket), slog.String("path", f.path))
+			slog.String("bucket", w.bucket), slog.String("path", f.cfg.Path))
 	default:
 		w.cfg.Resume = cp
 		f.onDisk = checkpointHead{revision: cp.Revision, created: cp.StreamCreated, filters: cp.Filters, valid: true}
 		log.LogAttrs(ctx, slog.LevelInfo, "kvwatch: checkpoint file loaded",
-			slog.String("bucket", w.bucket), slog.String("path", f.path), slog.Uint64("revision", cp.Revision))
+			slog.String("bucket", w.bucket), slog.String("path", f.cfg.Path), slog.Uint64("revision", cp.Revision))
 	}
 	f.mu.Lock()
 	f.stats.Loaded, f.stats.LoadError = cp != nil && err == nil, f.loadErr
@@ -229,7 +228,7 @@ func (f *checkpointFile) begin(w *Watcher) chan saveResult {
 	done := make(chan saveResult, 1) // never blocks: an abandoned save ends alone
 	go func() {
 		start := time.Now()
-		size, err := checkpointfile.WriteFile(f.path, f.cfg.Fault, func(out io.Writer) error { return w.encodeCheckpointFile(out, cp) })
+		size, err := checkpointfile.WriteFile(f.cfg.Path, f.cfg.Fault, func(out io.Writer) error { return w.encodeCheckpointFile(out, cp) })
 		done <- saveResult{head: checkpointHead{revision: cp.Revision, created: cp.StreamCreated, filters: cp.Filters, valid: true},
 			size: size, duration: time.Since(start), err: err}
 	}()
@@ -242,11 +241,11 @@ func (f *checkpointFile) finish(w *Watcher, r saveResult) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r.err != nil {
-		err := &kvwatch.CheckpointFileError{Path: f.path, Op: "save", Err: r.err}
+		err := &kvwatch.CheckpointFileError{Path: f.cfg.Path, Op: "save", Err: r.err}
 		f.stats.Failures++
 		f.stats.LastError = err
 		log.LogAttrs(context.Background(), slog.LevelWarn, "kvwatch: checkpoint file not saved: the previous one stays",
-			slog.String("bucket", w.bucket), slog.String("path", f.path), slog.Any("error", r.err))
+			slog.String("bucket", w.bucket), slog.String("path", f.cfg.Path), slog.Any("error", r.err))
 		return
 	}
 	f.onDisk = r.head
@@ -254,7 +253,7 @@ func (f *checkpointFile) finish(w *Watcher, r saveResult) {
 	f.stats.LastSave, f.stats.LastRevision, f.stats.LastSize, f.stats.LastDuration = time.Now(), r.head.revision, r.size, r.duration
 	f.stats.LastError = nil
 	log.LogAttrs(context.Background(), slog.LevelDebug, "kvwatch: checkpoint file saved",
-		slog.String("bucket", w.bucket), slog.String("path", f.path), slog.Uint64("revision", r.head.revision),
+		slog.String("bucket", w.bucket), slog.String("path", f.cfg.Path), slog.Uint64("revision", r.head.revision),
 		slog.Int64("bytes", r.size), slog.Duration("took", r.duration))
 }
 
@@ -262,5 +261,5 @@ func (f *checkpointFile) finish(w *Watcher, r saveResult) {
 func (f *checkpointFile) abandon(w *Watcher) {
 	w.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
 		"kvwatch: checkpoint file: the last save did not end within the save timeout: left running in the background",
-		slog.String("bucket", w.bucket), slog.String("path", f.path), slog.Duration("timeout", f.cfg.Timeout))
+		slog.String("bucket", w.bucket), slog.String("path", f.cfg.Path), slog.Duration("timeout", f.cfg.Timeout))
 }

@@ -213,7 +213,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 		rescopes:      rescopeQueue{wake: make(chan struct{}, 1)},
 	}
 	if f := cfg.CheckpointFile; f != nil {
-		w.ckptFile = &checkpointFile{path: f.Path, cfg: *f}
+		w.ckptFile = &checkpointFile{cfg: *f}
 		w.ckptFile.stats.Path = f.Path
 	}
 	w.listening.Store(&[]*Registration{})
