@@ -56,7 +56,7 @@ type loader struct {
 }
 
 // Top-level fields of a schema file.
-var fileFields = []string{"version", "package", "buckets", "types"}
+var fileFields = []string{"version", "package", "revision", "buckets", "types", "compat"}
 
 func (l *loader) schemaFile(root *yaml.Node) *Schema {
 	s := &Schema{}
@@ -83,6 +83,12 @@ func (l *loader) schemaFile(root *yaml.Node) *Schema {
 			}
 			s.Package = v
 		}
+	}
+	if n := f["revision"]; n != nil {
+		s.Revision = l.revision(n)
+	}
+	if n := f["compat"]; n != nil {
+		s.Accepts = l.compat(n)
 	}
 	s.Types = l.typeDecls(f["types"])
 	if n := f["buckets"]; n != nil {

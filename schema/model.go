@@ -15,6 +15,13 @@ type Schema struct {
 	Types []*Type
 	// Imports are the packages of the external types, sorted by path.
 	Imports []*Import
+	// Revision is the schema's revision (revision:), 0 when it declares
+	// none. Its author raises it with each change, so that a bucket and a
+	// watcher can tell which of two schemas is the newer.
+	Revision int
+	// Accepts are the breaking changes accepted on purpose (compat:
+	// accept:), in the order written.
+	Accepts []*Accept
 }
 
 // Import is a package of external types and the name the generated code
@@ -233,3 +240,7 @@ var Builtins = []string{
 	"string", "bool", "int", "int32", "int64", "uint", "uint32", "uint64",
 	"float32", "float64", "bytes", "time", "duration", "json",
 }
+
+// String writes t as a schema type expression: "[]string", "Route",
+// "example.com/geo.Point".
+func (t *TypeRef) String() string { return typeString(t) }
