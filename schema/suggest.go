@@ -55,3 +55,8 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Closest returns the candidate closest to s by the rule above, or "":
+// for the other stages that suggest a fix (kvwatchgen -compat's accepted
+// changes).
+func Closest(s string, candidates []string) string { return closest(s, candidates) }

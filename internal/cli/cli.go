@@ -24,12 +24,18 @@ const (
 )
 
 const usage = `usage: kvwatchgen [-schema FILE] [-out DIR] [-check [-diff]] [-v]
+       kvwatchgen -compat OLD [-schema FILE]
        kvwatchgen -version
 
 Generates typed NATS KV watchers from a kvwatchgen schema. With -check it
 writes nothing and exits 1 when the generated files are missing, stale or
 extra; -diff adds, on stdout, a unified diff of each stale file from the
 file on disk (---) to what would be generated (+++).
+
+With -compat it writes nothing and compares the schema with OLD, a file
+or git:REV (the same file at a git revision): every change is printed as
+FILE:LINE:COL: VERDICT (CLASS): MESSAGE [ID], and it exits 1 when a
+change breaks old or new code during a rollout (docs/evolution.md).
 
 `
 
@@ -48,6 +54,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	diff := fs.Bool("diff", false, "implies -check; also print a unified diff of each stale file (on disk -> generated) to stdout")
 	verbose := fs.Bool("v", false, "list the files written and removed")
 	version := fs.Bool("version", false, "print the version and exit")
+	against := fs.String("compat", "", "write nothing; compare the schema with `OLD` (a file, or git:REV) and exit 1 when a change breaks a rollout")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -62,6 +69,13 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if *version {
 		fmt.Fprintf(stdout, "kvwatchgen %s (generated code API %d)\n", moduleVersion(), gen.GenVersion)
 		return ExitOK
+	}
+	if *against != "" {
+		if *check || *diff || *out != "" {
+			fmt.Fprintln(stderr, "kvwatchgen: -compat writes and checks no files: drop -check, -diff and -out")
+			return ExitUsage
+		}
+		return runCompat(*against, *schemaPath, stdout, stderr)
 	}
 	dir := *out
 	if dir == "" {
