@@ -27,6 +27,11 @@ func FuzzLoad(f *testing.F) {
 	if err != nil || len(seeds) == 0 {
 		f.Fatalf("no golden seeds: %v", err)
 	}
+	pairs, err := filepath.Glob("../golden/compat/*/*.yaml") // kvwatchgen -compat's corpus
+	if err != nil || len(pairs) == 0 {
+		f.Fatalf("no compat seeds: %v", err)
+	}
+	seeds = append(seeds, pairs...)
 	for _, path := range seeds {
 		src, err := os.ReadFile(path)
 		if err != nil {

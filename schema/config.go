@@ -31,6 +31,9 @@ type BucketConfig struct {
 	AtomicBatches  bool          // the stream takes atomic batches (nats-server 2.12+)
 	Description    string
 	Pos            Pos // of the mapping
+	// SettingPos is where each setting written is, by its name in
+	// config: ("history"), for messages about one setting.
+	SettingPos map[string]Pos
 }
 
 // Storage is where a bucket's stream keeps its messages.
@@ -67,7 +70,12 @@ func (l *loader) bucketConfig(b *Bucket, n *yaml.Node) *BucketConfig {
 	if f == nil {
 		return nil
 	}
-	c := &BucketConfig{Pos: pos(n)}
+	c := &BucketConfig{Pos: pos(n), SettingPos: map[string]Pos{}}
+	for _, name := range configFields {
+		if v := f[name]; v != nil {
+			c.SettingPos[name] = pos(v)
+		}
+	}
 	if n := f["history"]; n != nil {
 		if v, ok := l.configInt(n, "history", 1, maxHistory, "values kept per key"); ok {
 			c.History = int(v)

@@ -95,8 +95,21 @@ func (c *comparison) config(ob, nb *schema.Bucket) {
 		if s.effect != "" {
 			msg += ": " + s.effect
 		}
-		c.add(where, BucketConfig, s.verdict, "config", nb.Name+"."+s.name, "%s", msg)
+		at := where
+		if p, ok := settingPos(nb.Config, s.name); ok {
+			at = c.inNew(p)
+		}
+		c.add(at, BucketConfig, s.verdict, "config", nb.Name+"."+s.name, "%s", msg)
 	}
+}
+
+// settingPos is where config c writes setting name.
+func settingPos(c *schema.BucketConfig, name string) (schema.Pos, bool) {
+	if c == nil {
+		return schema.Pos{}, false
+	}
+	p, ok := c.SettingPos[name]
+	return p, ok
 }
 
 // effective is a config with CreateOrUpdate's defaults filled in.
