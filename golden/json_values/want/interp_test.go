@@ -92,9 +92,10 @@ func checkInterpretedAgrees(t *testing.T, kinds map[string]*interp.Kind, data []
 // recursiveSeeds repeat keys around the recursive type: encoding/json
 // decodes a repeated slice into the elements it already has, merging
 // structs, and into elements a shorter one cut off but left in the slice's
-// capacity; the run-time type's stand-in for Inner in Inner must do the
-// same (interp's lazy).
-var recursiveSeeds = []string{
+// capacity; the run-time type's stand-in for Inner below the levels it
+// unrolls must do the same (interp's lazy). deeper puts each of them below
+// those levels too.
+var recursiveSeeds = deeper([]string{
 	`{"inner":{"tree":[{"name":"a","tree":[{"name":"x"}]}],"tree":[{"tree":[]}]}}`,
 	`{"inner":{"tree":[{"name":"a"},{"name":"b"}],"tree":[{}],"tree":[{},{"tree":null}]}}`,
 	`{"inner":{"tree":[{"tree":[{"name":"deep"}]}],"tree":[{"tree":[{"tree":[]}]}]}}`,
@@ -103,6 +104,19 @@ var recursiveSeeds = []string{
 	`{"inner":{"tree":[null,{"name":"b"}],"tree":[{"name":"c"},null]}}`,
 	`{"inner":{"tree":[{"name":"a","NAME":"b","Tree":[{}]}]}}`,
 	`{"inner":{"tree":[{"tree":"x"}]}}`,
+})
+
+// deeper returns seeds and, for each that starts with {"inner":, the same
+// Inner value 600 levels of tree deeper: more than any run-time type
+// unrolls.
+func deeper(seeds []string) []string {
+	out := slices.Clone(seeds)
+	for _, s := range seeds {
+		if inner, ok := strings.CutPrefix(s, `{"inner":`); ok {
+			out = append(out, `{"inner":`+strings.Repeat(`{"tree":[`, 600)+strings.TrimSuffix(inner, "}")+strings.Repeat(`]}`, 600)+`}`)
+		}
+	}
+	return out
 }
 
 // The run-time interpretation agrees with the generated decoders on every

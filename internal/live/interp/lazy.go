@@ -3,26 +3,37 @@ package interp
 import (
 	"encoding/json"
 	"reflect"
-	"slices"
 
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 
-// lazy stands in for a struct type inside itself (values.go). encoding/json
+// lazy stands in for a struct type below the levels a Go type unrolls
+// (values.go). encoding/json
 // hands it the JSON at its place each time it decodes into that place:
 // once, or again when a key is repeated and a slice element is decoded
 // into once more (encoding/json reuses slice elements, merging what it
 // decodes into them). resolve then decodes each JSON, in the order given,
 // into one value of the struct type: what encoding/json does to the
 // generated type's element.
+//
+// One thing differs, and only below the levels a type unrolls: a part of
+// the value that a later repeated key replaces (a shorter or null slice, a
+// map entry given again) is never resolved, so a type error inside it is
+// not seen, where encoding/json, decoding everything as it goes, reports
+// it. No value is refused that the generated decoder accepts, and every
+// value accepted decodes to the generated decoder's. Closing it would
+// need the lazy to check its JSON as it is handed over, which needs the
+// struct type it stands for, and a method of a type made at run time
+// cannot know it.
 type lazy struct {
 	raws  []json.RawMessage
 	value any // the struct value, once resolved
 }
 
-// UnmarshalJSON keeps a copy of data.
+// UnmarshalJSON keeps data: a part of the value being decoded, which
+// resolve decodes before decode returns.
 func (l *lazy) UnmarshalJSON(data []byte) error {
-	l.raws = append(l.raws, slices.Clone(data))
+	l.raws = append(l.raws, data)
 	return nil
 }
 
@@ -34,7 +45,11 @@ func (l lazy) MarshalJSON() ([]byte, error) { return json.Marshal(l.value) }
 func (t *jsonType) resolve(v reflect.Value, ref *schema.TypeRef) error {
 	if v.Type() == lazyType {
 		l := v.Addr().Interface().(*lazy)
-		p := reflect.New(t.structs[ref.Named])
+		st, err := t.goType(ref)
+		if err != nil {
+			return err
+		}
+		p := reflect.New(st)
 		for _, raw := range l.raws {
 			if err := json.Unmarshal(raw, p.Interface()); err != nil {
 				return err

@@ -2,6 +2,7 @@ package interp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/schema"
@@ -26,8 +28,8 @@ import (
 //
 // Two things cannot be built as they are:
 //   - A struct type that holds itself through a slice or map (Inner with
-//     tree: []Inner): reflect.StructOf cannot make a recursive type. Where
-//     the type refers back to a struct type it is inside of, a lazy
+//     tree: []Inner): reflect.StructOf cannot make a recursive type. It is
+//     unrolled some levels deep (unrollLevels), and below them a lazy
 //     stands in: it keeps the JSON it is given, and once encoding/json is
 //     done the JSON is decoded into the struct type, in turn (lazy.go).
 //   - An external type ("import/path.Type"): its package is not in this
@@ -108,72 +110,152 @@ func (c Coverage) String() string {
 type jsonType struct {
 	ref *schema.TypeRef
 	rt  reflect.Type
-	// structs are the Go types of the struct types ref reaches, which a
-	// lazy decodes into.
-	structs map[*schema.Type]reflect.Type
-	// recursive is set when a struct type refers back to one it is
-	// inside of: values then hold lazies to resolve.
-	recursive bool
+	// levels is how many struct types deep a type is unrolled before a
+	// lazy stands in (see unrollLevels).
+	levels int
+	// lazy is set when rt holds a lazy: values then hold lazies to resolve.
+	lazy bool
 	// unknown lists the external types read as JSON only, sorted.
 	unknown []string
+
+	mu    sync.Mutex
+	built map[unrolled]reflect.Type
 }
+
+// unrolled is a struct type unrolled levels deep.
+type unrolled struct {
+	t      *schema.Type
+	levels int
+}
+
+// maxExpansion bounds the struct types one Go type holds, each written out
+// in full in its reflect string: a type that refers to itself twice (a
+// tree) doubles it at every level.
+const maxExpansion = 256
 
 // newJSONType builds ref's Go type. reflect.StructOf panics on what it
 // cannot build; a schema that loaded never makes it, but the panic is
 // turned into an error all the same.
 func newJSONType(ref *schema.TypeRef) (t *jsonType, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			t, err = nil, fmt.Errorf("cannot build a Go type for %s: %v", TypeString(ref), r)
-		}
-	}()
-	t = &jsonType{ref: ref, structs: map[*schema.Type]reflect.Type{}}
+	t = &jsonType{ref: ref, built: map[unrolled]reflect.Type{}}
+	t.levels = unrollLevels(ref)
 	unknown := map[string]bool{}
-	inside := map[*schema.Type]bool{}
-	var of func(r *schema.TypeRef) reflect.Type
-	of = func(r *schema.TypeRef) reflect.Type {
+	var walk func(r *schema.TypeRef, seen map[*schema.Type]bool)
+	walk = func(r *schema.TypeRef, seen map[*schema.Type]bool) {
 		switch r.Kind {
-		case schema.TypeBuiltin:
-			return builtins[r.Builtin]
-		case schema.TypeSlice:
-			return reflect.SliceOf(of(r.Elem))
-		case schema.TypeMap:
-			return reflect.MapOf(builtins["string"], of(r.Elem))
+		case schema.TypeSlice, schema.TypeMap:
+			walk(r.Elem, seen)
 		case schema.TypeExternal:
-			name := r.ImportPath + "." + r.Name
-			if known := externals[name]; known != nil {
-				return known
+			if name := r.ImportPath + "." + r.Name; externals[name] == nil {
+				unknown[name] = true
 			}
-			unknown[name] = true
-			return rawMessage
-		}
-		if inside[r.Named] {
-			t.recursive = true
-			return lazyType
-		}
-		if st, ok := t.structs[r.Named]; ok {
-			return st
-		}
-		inside[r.Named] = true
-		fields := make([]reflect.StructField, len(r.Named.Fields))
-		for i, f := range r.Named.Fields {
-			fields[i] = reflect.StructField{
-				Name: f.GoName,
-				Type: of(f.Type),
-				Tag:  reflect.StructTag(`json:` + strconv.Quote(f.JSONName)),
+		case schema.TypeNamed:
+			if !seen[r.Named] {
+				seen[r.Named] = true
+				for _, f := range r.Named.Fields {
+					walk(f.Type, seen)
+				}
 			}
 		}
-		delete(inside, r.Named)
-		st := reflect.StructOf(fields)
-		t.structs[r.Named] = st
-		return st
 	}
-	t.rt = of(ref)
+	walk(ref, map[*schema.Type]bool{})
 	for name := range unknown {
 		t.unknown = append(t.unknown, name)
 	}
 	sortStrings(t.unknown)
+	if t.rt, err = t.goType(ref); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// unrollLevels returns how many levels of struct types ref's Go type
+// unrolls: as many as keep it within maxExpansion struct types (at least
+// one, at most 512), or all of them when fewer do. Each lazy a value meets
+// is decoded again from its JSON, so a value nested deeper than the levels
+// costs a scan of its JSON per levels of nesting; more levels make that
+// rarer.
+func unrollLevels(ref *schema.TypeRef) int {
+	memo := map[unrolled]int{}
+	var size func(r *schema.TypeRef, levels int) int
+	size = func(r *schema.TypeRef, levels int) int {
+		switch r.Kind {
+		case schema.TypeSlice, schema.TypeMap:
+			return size(r.Elem, levels)
+		case schema.TypeNamed:
+			if levels == 0 {
+				return 1
+			}
+			k := unrolled{r.Named, levels}
+			if n, ok := memo[k]; ok {
+				return n
+			}
+			n := 1
+			for _, f := range r.Named.Fields {
+				n = min(n+size(f.Type, levels-1), maxExpansion+1)
+			}
+			memo[k] = n
+			return n
+		}
+		return 0
+	}
+	levels, prev := 1, -1
+	for levels < 512 {
+		n := size(ref, levels+1)
+		if n > maxExpansion || n == prev {
+			break // too large, or no struct type left to unroll
+		}
+		levels, prev = levels+1, n
+	}
+	return levels
+}
+
+// goType returns the Go type of r unrolled t.levels deep.
+func (t *jsonType) goType(r *schema.TypeRef) (rt reflect.Type, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cannot build a Go type for %s: %v", TypeString(r), p)
+		}
+	}()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.of(r, t.levels), nil
+}
+
+// of builds r's Go type with struct types levels deep; t.mu is held.
+func (t *jsonType) of(r *schema.TypeRef, levels int) reflect.Type {
+	switch r.Kind {
+	case schema.TypeBuiltin:
+		return builtins[r.Builtin]
+	case schema.TypeSlice:
+		return reflect.SliceOf(t.of(r.Elem, levels))
+	case schema.TypeMap:
+		return reflect.MapOf(builtins["string"], t.of(r.Elem, levels))
+	case schema.TypeExternal:
+		if known := externals[r.ImportPath+"."+r.Name]; known != nil {
+			return known
+		}
+		return rawMessage
+	}
+	if levels == 0 {
+		t.lazy = true
+		return lazyType
+	}
+	k := unrolled{r.Named, levels}
+	if st, ok := t.built[k]; ok {
+		return st
+	}
+	fields := make([]reflect.StructField, len(r.Named.Fields))
+	for i, f := range r.Named.Fields {
+		fields[i] = reflect.StructField{
+			Name: f.GoName,
+			Type: t.of(f.Type, levels-1),
+			Tag:  reflect.StructTag(`json:` + strconv.Quote(f.JSONName)),
+		}
+	}
+	st := reflect.StructOf(fields)
+	t.built[k] = st
+	return st
 }
 
 // decode decodes data as encoding/json decodes it into the generated type,
@@ -181,10 +263,16 @@ func newJSONType(ref *schema.TypeRef) (t *jsonType, err error) {
 func (t *jsonType) decode(data []byte) (any, error) {
 	p := reflect.New(t.rt)
 	err := json.Unmarshal(data, p.Interface())
-	if err == nil && t.recursive {
+	if err == nil && t.lazy {
 		err = t.resolve(p.Elem(), t.ref)
 	}
 	if err != nil {
+		// A struct type built at run time has no name: give the error the
+		// value type's, as the generated type's would have.
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Struct == "" && t.ref.Kind == schema.TypeNamed {
+			typeErr.Struct = t.ref.Named.Name
+		}
 		if !strings.HasPrefix(err.Error(), "json: ") {
 			err = fmt.Errorf("json: %w", err)
 		}
