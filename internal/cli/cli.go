@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/kvwatchgen/kvwatchgen/gen"
+	"github.com/kvwatchgen/kvwatchgen/internal/live"
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 
@@ -25,6 +26,7 @@ const (
 
 const usage = `usage: kvwatchgen [-schema FILE] [-out DIR] [-check [-diff]] [-v]
        kvwatchgen -version
+       kvwatchgen verify|watch|describe -schema FILE -server URL ...  (a live bucket; -h for each)
 
 Generates typed NATS KV watchers from a kvwatchgen schema. With -check it
 writes nothing and exits 1 when the generated files are missing, stale or
@@ -36,6 +38,9 @@ file on disk (---) to what would be generated (+++).
 // Run runs kvwatchgen with args (without the program name) and returns the
 // exit code. Output goes to stdout, diagnostics to stderr.
 func Run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && live.IsSubcommand(args[0]) {
+		return live.Main(args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("kvwatchgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
