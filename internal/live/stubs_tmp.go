@@ -10,7 +10,3 @@ func runDescribe(ctx context.Context, o *options) int {
 	return o.fail(ExitUsage, errors.New("describe: not implemented yet"))
 }
 
-// runWatch is not written yet (a later commit of this branch).
-func runWatch(ctx context.Context, o *options) int {
-	return o.fail(ExitUsage, errors.New("watch: not implemented yet"))
-}
