@@ -177,7 +177,7 @@ func (s *session) explain(ctx context.Context, bucket string, err error) error {
 		if s.domain != "" {
 			where += " in JetStream domain " + s.domain
 		}
-		return fmt.Errorf("bucket %s (stream KV_%s) not found on %s: create it (the generated CreateOrUpdate…Bucket), or name the live bucket with -bucket SCHEMA=LIVE, or connect where it is (-server, -context)", bucket, bucket, where)
+		return fmt.Errorf("bucket %s (stream KV_%s) not found on %s: create it (the generated CreateOrUpdate…Bucket), or name the live bucket with -bucket SCHEMA=LIVE, or connect where it is (-server, -context): %w", bucket, bucket, where, jetstream.ErrBucketNotFound)
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount), errors.Is(err, nats.ErrNoResponders):
 		msg := fmt.Sprintf("JetStream is not enabled on %s (or not for this account)", s.url)
 		if s.domain != "" {

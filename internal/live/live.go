@@ -100,6 +100,8 @@ type options struct {
 	prev    bool     // watch: print the previous value too
 	scopes  []string // -scope, as given
 	buckets []*target
+	// revision is the schema's revision: (0 when it declares none).
+	revision int
 }
 
 // target is one bucket to read: the schema's, and the name of the live
@@ -171,6 +173,7 @@ func parseFlags(cmd string, args []string, env Env) (*options, int) {
 		}
 		return nil, ExitUsage
 	}
+	o.revision = s.Revision
 	if o.buckets, err = chooseBuckets(s, *bucket, cmd == "watch"); err != nil {
 		fmt.Fprintf(env.Stderr, "kvwatchgen %s: %v\n", cmd, err)
 		return nil, ExitUsage
