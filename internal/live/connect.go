@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,7 @@ func connect(o *options, name string, extra ...nats.Option) (*session, error) {
 	opts = append(opts, nats.Name("kvwatchgen "+name), nats.ErrorHandler(s.asyncError))
 	opts = append(opts, extra...)
 	nc, err := nats.Connect(s.url, opts...)
+	s.url = redact(s.url) // messages name it from now on
 	if err != nil {
 		return nil, s.connectError(err, nctx)
 	}
@@ -99,6 +101,18 @@ func connect(o *options, name string, extra ...nats.Option) (*session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// redact hides the passwords of the URLs in list (comma-separated, as
+// nats.Connect takes them).
+func redact(list string) string {
+	urls := strings.Split(list, ",")
+	for i, raw := range urls {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
+			urls[i] = u.Redacted()
+		}
+	}
+	return strings.Join(urls, ",")
 }
 
 // connectError says why connecting failed and what to do.

@@ -17,7 +17,7 @@ import (
 // its name) and the consumer limit left, and the schema the bucket
 // records.
 func TestDescribe(t *testing.T) {
-	url, js, _ := server(t, 1100)
+	url, js, _ := filledServer(t, 1100)
 	ctx := t.Context()
 	w, err := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"blue", "green"}}, fleetkv.NetworkHandlers{})
 	if err != nil {

@@ -87,8 +87,8 @@ func fill(t *testing.T, kv jetstream.KeyValue, n int) {
 	}
 }
 
-// server starts a server with bucket network filled with n good routes.
-func server(t *testing.T, n int) (url string, js jetstream.JetStream, kv jetstream.KeyValue) {
+// filledServer starts a server with bucket network filled with n good routes.
+func filledServer(t *testing.T, n int) (url string, js jetstream.JetStream, kv jetstream.KeyValue) {
 	t.Helper()
 	s := kvwatchtest.Server(t)
 	_, js = kvwatchtest.Connect(t, s)

@@ -200,7 +200,10 @@ func chooseBuckets(s *schema.Schema, flagValue string, one bool) ([]*target, err
 	case flagValue == "":
 		chosen = s.Buckets
 	default:
-		name, rename, _ := strings.Cut(flagValue, "=")
+		name, rename, renamed := strings.Cut(flagValue, "=")
+		if renamed && !validBucketName(rename) {
+			return nil, fmt.Errorf("-bucket %s: %q is not a bucket name (A-Z, a-z, 0-9, _ and -)", flagValue, rename)
+		}
 		live = rename
 		i := slices.Index(names, name)
 		if i < 0 {
@@ -217,6 +220,11 @@ func chooseBuckets(s *schema.Schema, flagValue string, one bool) ([]*target, err
 		out = append(out, &target{Bucket: ib, live: cmp.Or(live, b.Name)})
 	}
 	return out, nil
+}
+
+// validBucketName reports whether name is a NATS KV bucket name.
+func validBucketName(name string) bool {
+	return name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
 }
 
 // fail reports err for the subcommand and returns the exit code for it.

@@ -12,7 +12,7 @@ import (
 // verify reads a bucket of more than 1,024 keys without a consumer and
 // reports each entry that does not fit, with a summary per kind; exit 1.
 func TestVerifyReportsWhatDoesNotFit(t *testing.T) {
-	url, js, _ := server(t, 1500)
+	url, js, _ := filledServer(t, 1500)
 	env, out, errOut := testEnv(t)
 	code := run(t, env, "verify", "-schema", fleetSchema, "-server", url)
 	if code != ExitError {
@@ -59,7 +59,7 @@ func hasRow(out string, fields ...string) bool {
 // Within scopes that hold only good entries, verify exits 0; -json writes
 // one line per problem and one summary per bucket.
 func TestVerifyScopesAndJSON(t *testing.T) {
-	url, _, _ := server(t, 10)
+	url, _, _ := filledServer(t, 10)
 	env, out, errOut := testEnv(t, "NATS_URL="+url)
 	if code := run(t, env, "verify", "-schema", fleetSchema, "-scope", "VPC=amber", "-scope", "VPC=blue"); code != ExitError {
 		t.Fatalf("blue: exit %d\n%s%s", code, out, errOut)
@@ -93,7 +93,7 @@ func TestVerifyScopesAndJSON(t *testing.T) {
 // On a terminal, a read shows its progress on stderr, overwritten in
 // place and cleared at the end.
 func TestVerifyShowsProgressOnATerminal(t *testing.T) {
-	url, _, _ := server(t, 1100)
+	url, _, _ := filledServer(t, 1100)
 	env, out, errOut := testEnv(t)
 	env.Terminal = true
 	if code := run(t, env, "verify", "-schema", fleetSchema, "-s", url); code != ExitError {

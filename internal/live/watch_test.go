@@ -43,7 +43,7 @@ func waitFor(t *testing.T, buf *syncBuffer, want string) {
 // stream order; what does not decode goes to stderr and the watch goes on.
 // It holds one consumer, and none once it is stopped.
 func TestWatchTailsTyped(t *testing.T) {
-	url, js, kv := server(t, 3)
+	url, js, kv := filledServer(t, 3)
 	env, out, errOut := testEnv(t)
 	stop := startWatch(t, env, "-schema", fleetSchema, "-server", url, "-scope", "VPC=green", "-prev")
 	waitFor(t, out, "-- synced at revision 10: 1 entries; live changes follow\n")
@@ -78,7 +78,7 @@ func TestWatchTailsTyped(t *testing.T) {
 // -json writes one JSON object a line, events with the key's parameters
 // and the value as JSON.
 func TestWatchJSON(t *testing.T) {
-	url, _, _ := server(t, 2)
+	url, _, _ := filledServer(t, 2)
 	env, out, errOut := testEnv(t)
 	stop := startWatch(t, env, "-schema", fleetSchema, "-s", url, "-json", "-scope", "VPC=blue")
 	waitFor(t, out, `"type":"synced"`)
