@@ -2,7 +2,6 @@ package live
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 )
 
@@ -30,23 +29,22 @@ func writeDescription(o *options, d *description) {
 		fmt.Fprintf(w, "  schema: revision %s, fingerprint %s recorded; this schema is revision %s, fingerprint %s\n",
 			r.Revision, r.Fingerprint, d.Schema.Revision, d.Schema.Fingerprint)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SETTING\tBUCKET\tSCHEMA")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  SETTING\tBUCKET\tSCHEMA\t")
 	differ := 0
 	for _, s := range d.Config {
-		if s.Bucket == s.Schema {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Name, s.Bucket, s.Schema)
-			continue
+		mark := ""
+		if s.Bucket != s.Schema {
+			mark, differ = "differs", differ+1
 		}
-		differ++
-		fmt.Fprintf(tw, "  %s\t%s\t%s\tdiffers\n", s.Name, s.Bucket, s.Schema)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, s.Bucket, s.Schema, mark)
 	}
 	tw.Flush()
 	if differ > 0 {
 		fmt.Fprintf(w, "  %d settings differ from the schema's (CreateOrUpdate…Bucket sets them)\n", differ)
 	}
 	fmt.Fprintf(w, "  entries: %d as of revision %d\n", d.Entries, d.Revision)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw = newTable(w)
 	fmt.Fprintln(tw, "  KIND\tTEMPLATE\tENTRIES")
 	for _, k := range d.Kinds {
 		if k.Kind == "" {
@@ -63,7 +61,7 @@ func writeDescription(o *options, d *description) {
 	}
 	fmt.Fprintf(w, "  consumers: %d of %s, %d left\n", len(d.Cons), limitText, max(limit-len(d.Cons), 0))
 	if len(d.Cons) > 0 {
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw = newTable(w)
 		fmt.Fprintln(tw, "  NAME\tWATCHER\tFILTERS\tPENDING\tLAST ACTIVE")
 		for _, c := range d.Cons {
 			watcher, active := "no", "never"

@@ -2,10 +2,7 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"text/tabwriter"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/live/interp"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
@@ -172,7 +169,7 @@ func writeSummary(o *options, sum *summary) {
 		fmt.Fprintf(w, " (live bucket %s)", sum.Live)
 	}
 	fmt.Fprintf(w, ", %s, as of revision %d: %d entries, %d problems\n", sum.Scope, sum.Revision, sum.Entries, sum.Problems)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "  KIND\tENTRIES\tPROBLEMS\tCHECKED")
 	for _, k := range sum.Kinds {
 		name, checked := k.Kind, k.Checked
@@ -185,13 +182,4 @@ func writeSummary(o *options, sum *summary) {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\n", name, k.Entries, k.Problems, checked)
 	}
 	tw.Flush()
-}
-
-// writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		data, _ = json.Marshal(map[string]string{"type": "error", "error": err.Error()})
-	}
-	w.Write(append(data, '\n'))
 }
