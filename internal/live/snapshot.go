@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -207,6 +206,3 @@ func entryOf(msg *nats.Msg, prefix string) (entry, error) {
 	}
 	return entry{Key: key, Revision: rev, Op: op, Created: created, Data: msg.Data}, nil
 }
-
-// errStop ends a read early without an error of its own.
-var errStop = errors.New("stop")
