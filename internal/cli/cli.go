@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/kvwatchgen/kvwatchgen/gen"
+	"github.com/kvwatchgen/kvwatchgen/internal/live"
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 
@@ -26,6 +27,7 @@ const (
 const usage = `usage: kvwatchgen [-schema FILE] [-out DIR] [-check [-diff]] [-v]
        kvwatchgen -compat OLD [-schema FILE]
        kvwatchgen -version
+       kvwatchgen verify|watch|describe -schema FILE -server URL ...  (a live bucket; -h for each)
 
 Generates typed NATS KV watchers from a kvwatchgen schema. With -check it
 writes nothing and exits 1 when the generated files are missing, stale or
@@ -42,6 +44,9 @@ change breaks old or new code during a rollout (docs/evolution.md).
 // Run runs kvwatchgen with args (without the program name) and returns the
 // exit code. Output goes to stdout, diagnostics to stderr.
 func Run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && live.IsSubcommand(args[0]) {
+		return live.Main(args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("kvwatchgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
