@@ -24,6 +24,7 @@ package checkpointfile
 import (
 	"fmt"
 	"hash/crc32"
+	"sync"
 	"time"
 )
 
@@ -34,7 +35,11 @@ const (
 	version = 1
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table, made at the first checkpoint read or
+// written rather than when a program starts, so that a program linking
+// the runtime without checkpoint files (the kvwatchgen command among
+// them) does not make it at start.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // Header is a checkpoint's first line, without the format's name and
 // version (Writer adds them, Reader checks them).

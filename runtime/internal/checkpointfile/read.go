@@ -28,7 +28,7 @@ type Reader struct {
 // header is malformed or counts a negative number of entries or values in
 // an unknown encoding.
 func NewReader(in io.Reader) (*Reader, error) {
-	r := &Reader{lr: lineReader{r: bufio.NewReaderSize(in, 256<<10), crc: crc32.New(castagnoli)}}
+	r := &Reader{lr: lineReader{r: bufio.NewReaderSize(in, 256<<10), crc: crc32.New(castagnoli())}}
 	line, err := r.lr.next(true)
 	if err == io.EOF {
 		return nil, errors.New("the file is empty")

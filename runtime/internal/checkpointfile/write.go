@@ -31,7 +31,7 @@ func NewWriter(out io.Writer, h Header) (*Writer, error) {
 	if h.Filters == nil {
 		h.Filters = []string{}
 	}
-	w := &Writer{out: out, crc: crc32.New(castagnoli), cur: newCursor(h.Kinds)}
+	w := &Writer{out: out, crc: crc32.New(castagnoli()), cur: newCursor(h.Kinds)}
 	w.hashed = io.MultiWriter(out, w.crc)
 	for _, k := range h.Kinds {
 		w.total += k.Entries
