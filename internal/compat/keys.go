@@ -9,11 +9,14 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/schema"
 )
 
-// This file compares key templates the way the generated key parsers read
-// keys: token by token, as many tokens as the template has; a literal
-// token only itself; a string parameter any token; an int or uint
-// parameter only a canonical decimal that fits (no '+', no leading zero,
-// no "-0"), the form writers write.
+// This file compares key templates the way the runtime reads keys, in two
+// steps: a watcher gives a key to the kind whose template has its shape
+// (as many tokens, each literal equal; a parameter takes any token), and
+// that kind's parser then reads each parameter: a string any token, an int
+// or uint only a canonical decimal that fits (no '+', no leading zero, no
+// "-0"), the form writers write. A key of no kind's shape is an unknown
+// key (UnknownKeyError); a key of a kind's shape whose parameter does not
+// parse is that kind's data error (DataError).
 
 // tokenReads reports whether a parser expecting r reads every token a
 // writer of w writes.
@@ -63,6 +66,35 @@ func templateReads(w, r *schema.Template) bool {
 	}
 	for i := range w.Tokens {
 		if !tokenReads(w.Tokens[i], r.Tokens[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// shapeReads reports whether the runtime gives every key a writer of w
+// writes to a reader's kind of template r: each literal of r is the same
+// literal of w.
+func shapeReads(w, r *schema.Template) bool {
+	if len(w.Tokens) != len(r.Tokens) {
+		return false
+	}
+	for i, t := range r.Tokens {
+		if t.Param == nil && (w.Tokens[i].Param != nil || w.Tokens[i].Literal != t.Literal) {
+			return false
+		}
+	}
+	return true
+}
+
+// shapesMeet reports whether some key has the shape of both templates:
+// the runtime of one version gives a key of the other's kind to it.
+func shapesMeet(a, b *schema.Template) bool {
+	if len(a.Tokens) != len(b.Tokens) {
+		return false
+	}
+	for i, t := range a.Tokens {
+		if u := b.Tokens[i]; t.Param == nil && u.Param == nil && t.Literal != u.Literal {
 			return false
 		}
 	}
@@ -152,6 +184,23 @@ func keyFields(t *schema.Template) string {
 		parts = append(parts, p.GoName+" "+goParamType(p.Type))
 	}
 	return "{" + strings.Join(parts, "; ") + "}"
+}
+
+// lostKeyFields are the fields of o's key struct that n's lacks or types
+// otherwise: what breaks code using the key struct (a field added breaks
+// only unkeyed literals, which Go's compatibility rules leave out).
+func lostKeyFields(o, n *schema.Template) []string {
+	var lost []string
+	for _, op := range o.Params {
+		found := false
+		for _, np := range n.Params {
+			found = found || np.GoName == op.GoName && np.Type == op.Type
+		}
+		if !found {
+			lost = append(lost, op.GoName+" "+goParamType(op.Type))
+		}
+	}
+	return lost
 }
 
 func goParamType(t schema.ParamType) string {

@@ -104,10 +104,11 @@ func (c *comparison) bucket(ob, nb *schema.Bucket) {
 	c.config(ob, nb)
 }
 
-// meetsAny reports whether some key of k matches a template of kinds.
+// meetsAny reports whether some key of k has the shape of a template of
+// kinds (the runtime then gives it to that kind).
 func meetsAny(k *schema.Kind, kinds []*schema.Kind) bool {
 	for _, o := range kinds {
-		if templatesMeet(k.Template, o.Template) {
+		if shapesMeet(k.Template, o.Template) {
 			return true
 		}
 	}
@@ -123,9 +124,9 @@ func (c *comparison) kind(ok, nk *schema.Kind, keeps string) {
 			"codec of %s changed from %s to %s: both store the value's bytes as they are", nk.GoName, ok.Codec, nk.Codec)
 	case ok.Codec != nk.Codec:
 		c.add(where, OldReaders, Breaking, "codec", nk.GoName,
-			"codec of %s changed from %s to %s: old watchers cannot decode what new writers write (DataError)", nk.GoName, ok.Codec, nk.Codec)
+			"codec of %s changed from %s to %s: old watchers reading what new writers write: %s", nk.GoName, ok.Codec, nk.Codec, codecEffect(ok.Codec))
 		c.add(where, NewReaders, Breaking, "codec", nk.GoName,
-			"codec of %s changed from %s to %s: new watchers cannot decode old values (DataError); %s", nk.GoName, ok.Codec, nk.Codec, keeps)
+			"codec of %s changed from %s to %s: new watchers reading old values: %s; %s", nk.GoName, ok.Codec, nk.Codec, codecEffect(nk.Codec), keeps)
 	case nk.Codec == schema.CodecJSON:
 		c.walkValues(ok.Value, nk.Value, "value-type", nk.GoName, "the value of "+nk.GoName, where, keeps)
 	case !sameType(ok.Value, nk.Value):
@@ -142,6 +143,17 @@ func (c *comparison) kind(ok, nk *schema.Kind, keeps string) {
 	c.indexes(ok, nk)
 }
 
+// codecEffect says what a reader of codec r does with the bytes of
+// another codec: string and bytes take any bytes as they are (the other
+// codec's encoding becomes the value), json and the others decode them and
+// fail where they are not their encoding.
+func codecEffect(r schema.Codec) string {
+	if rawCodec(r) {
+		return "they hold the other codec's encoding itself (JSON text, say) as the value: another value"
+	}
+	return "values not in its encoding fail to decode (DataError)"
+}
+
 // rawCodec reports whether a codec stores a value's bytes as they are:
 // string and bytes write the same bytes for the same value.
 func rawCodec(codec schema.Codec) bool {
@@ -154,22 +166,44 @@ func (c *comparison) keys(ok, nk *schema.Kind, keeps string) {
 	oldReaders, newReaders := templateReads(nk.Template, ok.Template), templateReads(ok.Template, nk.Template)
 	if !oldReaders {
 		c.add(where, OldReaders, Breaking, "key-template", nk.GoName,
-			"key template of %s changed from %s to %s: old watchers do not read keys new writers write, such as %s (UnknownKeyError)",
-			nk.GoName, ok.Template.Raw, nk.Template.Raw, unreadKey(nk.Template, ok.Template))
+			"key template of %s changed from %s to %s: old watchers %s keys new writers write, such as %s (%s)",
+			nk.GoName, ok.Template.Raw, nk.Template.Raw, keyEffect(nk.Template, ok.Template), unreadKey(nk.Template, ok.Template), keyError(nk.Template, ok.Template))
 	}
 	if !newReaders {
 		c.add(where, NewReaders, Breaking, "key-template", nk.GoName,
-			"key template of %s changed from %s to %s: new watchers do not read keys old writers wrote, such as %s (UnknownKeyError); %s",
-			nk.GoName, ok.Template.Raw, nk.Template.Raw, unreadKey(ok.Template, nk.Template), keeps)
+			"key template of %s changed from %s to %s: new watchers %s keys old writers wrote, such as %s (%s); %s",
+			nk.GoName, ok.Template.Raw, nk.Template.Raw, keyEffect(ok.Template, nk.Template), unreadKey(ok.Template, nk.Template), keyError(ok.Template, nk.Template), keeps)
 	}
 	if oldReaders && newReaders && ok.Template.Raw != nk.Template.Raw && keyFields(ok.Template) == keyFields(nk.Template) {
 		c.add(where, NewReaders, Safe, "key-template", nk.GoName,
 			"key template of %s changed from %s to %s: the same keys", nk.GoName, ok.Template.Raw, nk.Template.Raw)
 	}
-	if of, nf := keyFields(ok.Template), keyFields(nk.Template); of != nf {
+	switch of, nf := keyFields(ok.Template), keyFields(nk.Template); {
+	case len(lostKeyFields(ok.Template, nk.Template)) > 0:
 		c.add(where, GoAPI, Breaking, "key-fields", nk.GoName,
 			"%s's fields changed from %s to %s: code using them no longer compiles", nk.Names.Key, of, nf)
+	case of != nf:
+		c.add(where, GoAPI, Safe, "key-fields", nk.GoName,
+			"%s's fields changed from %s to %s: fields added only (unkeyed literals of it no longer compile)", nk.Names.Key, of, nf)
 	}
+}
+
+// keyEffect says what a reader of template r does with the keys a writer
+// of w writes that it does not read, and keyError the error it reports:
+// keys of r's shape reach r's parser, which refuses a parameter; others
+// match no kind.
+func keyEffect(w, r *schema.Template) string {
+	if shapeReads(w, r) {
+		return "fail to parse"
+	}
+	return "do not read"
+}
+
+func keyError(w, r *schema.Template) string {
+	if shapeReads(w, r) {
+		return "DataError: a parameter does not parse"
+	}
+	return "UnknownKeyError"
 }
 
 // crossKinds reports keys one version reads as another kind than the
@@ -178,14 +212,16 @@ func (c *comparison) keys(ok, nk *schema.Kind, keeps string) {
 func (c *comparison) crossKinds(ob, nb *schema.Bucket, pairOf map[*schema.Kind]*schema.Kind) {
 	for _, nk := range nb.Kinds {
 		for _, ok := range ob.Kinds {
-			if pairOf[nk] == ok || !templatesMeet(nk.Template, ok.Template) {
+			if pairOf[nk] == ok || !shapesMeet(nk.Template, ok.Template) {
 				continue
 			}
-			key := sharedKey(nk.Template, ok.Template)
-			c.add(c.inNew(nk.Template.Pos), OldReaders, Breaking, "key-overlap", nk.GoName+"/"+ok.GoName,
-				"keys of %s such as %s are %s keys to old code: old watchers decode %s values as %s", nk.GoName, key, ok.GoName, nk.GoName, ok.GoName)
-			c.add(c.inNew(nk.Template.Pos), NewReaders, Breaking, "key-overlap", nk.GoName+"/"+ok.GoName,
-				"keys of old kind %s such as %s are %s keys to new code: new watchers decode old %s values as %s", ok.GoName, key, nk.GoName, ok.GoName, nk.GoName)
+			where, subject, key := c.inNew(nk.Template.Pos), nk.GoName+"/"+ok.GoName, sharedKey(nk.Template, ok.Template)
+			c.add(where, OldReaders, Breaking, "key-overlap", subject,
+				"keys of %s such as %s have the shape of %s's to old code: old watchers give them to %s, whose parser refuses them (DataError) or decodes %s values as %s",
+				nk.GoName, key, ok.GoName, ok.GoName, nk.GoName, ok.GoName)
+			c.add(where, NewReaders, Breaking, "key-overlap", subject,
+				"keys of old kind %s such as %s have the shape of %s's to new code: new watchers give them to %s, whose parser refuses them (DataError) or decodes old %s values as %s",
+				ok.GoName, key, nk.GoName, nk.GoName, ok.GoName, nk.GoName)
 		}
 	}
 }
