@@ -30,7 +30,9 @@ import (
 // accepted or notice change of that direction's class, the watcher must
 // have read every written entry, with no error and the same value; where
 // it does, the effect its message names must show (the table in
-// e2e_effects_test.go).
+// e2e_effects_test.go). And compat reports code that no longer compiles
+// exactly where the new package's exported API removes or changes a
+// declaration of the old one's (internal/apidump).
 //
 // KVWATCH_COMPAT_CASE=a,b runs only those cases; KVWATCH_COMPAT_MODULE=DIR
 // writes the module there (kept, for a look); KVWATCH_COMPAT_REPORT=FILE
@@ -80,6 +82,7 @@ func TestCorpusEndToEnd(t *testing.T) {
 		}
 		runDriver(t, bin, strings.Join(urls, ","), clustered, &rep)
 	}
+	apis := loadAPIs(t, dir)
 	reports := map[string]caseReport{}
 	for _, c := range rep.Cases {
 		reports[c.Name] = c
@@ -94,6 +97,7 @@ func TestCorpusEndToEnd(t *testing.T) {
 				t.Fatal("the driver did not report the case")
 			}
 			checkCase(t, c, r)
+			checkGoAPI(t, c, apis[c.oldPkg], apis[c.newPkg])
 		})
 	}
 }
