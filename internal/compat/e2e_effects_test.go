@@ -2,6 +2,7 @@ package compat_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +24,8 @@ const (
 	// an affected kind is in no cache and has no DataError.
 	effUnknownKey
 	// effValueDiffers: the watcher holds an entry of an affected kind
-	// with another value than was written.
+	// with another value than was written (in the changed field, for a
+	// field's change).
 	effValueDiffers
 	// effZeroField: the watcher holds an entry of an affected kind whose
 	// changed field is its zero value.
@@ -240,7 +242,7 @@ func (d direction) shows(x *expectation, run *runReport) bool {
 		var differs bool
 		if ok {
 			wc, rc := d.codecs(w.Kind, kind)
-			differs = len(differences(w, wc, held, rc, nil)) > 0
+			differs = slices.ContainsFunc(differences(w, wc, held, rc, nil), func(diff string) bool { return x.field == "" || atField(diff, x.field) })
 		}
 		var shown bool
 		switch x.effect {
@@ -258,6 +260,19 @@ func (d direction) shows(x *expectation, run *runReport) bool {
 			shown = dataError || ok && differs
 		}
 		if shown {
+			return true
+		}
+	}
+	return false
+}
+
+// atField reports whether a difference (its path first: "$.hops[0].weight
+// (…)") is at or below an object key equal to field ignoring case.
+func atField(diff, field string) bool {
+	path, _, _ := strings.Cut(diff, " ")
+	for seg := range strings.SplitSeq(path, ".") {
+		seg, _, _ = strings.Cut(seg, "[")
+		if strings.EqualFold(seg, field) {
 			return true
 		}
 	}

@@ -19,7 +19,9 @@ import (
 )
 
 // TestCorpusEndToEnd proves that compat's verdicts are what the generated
-// code does. For every case of golden/compat it generates both packages
+// code does. For every case of golden/compat (and of testdata/e2ecases,
+// for branches of the rules golden/compat has no case of) it generates
+// both packages
 // into one module, and a driver (testdata/e2edriver) that, against a real
 // server, writes samples of every kind with the old package's client and
 // watches the whole bucket with the new package's watcher, then the
@@ -48,7 +50,8 @@ func TestCorpusEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := loadCorpus(t, filepath.Join(root, "golden", "compat"))
+	// golden/compat, and cases of rules' branches it has none of.
+	cases := append(loadCorpus(t, filepath.Join(root, "golden", "compat")), loadCorpus(t, filepath.Join("testdata", "e2ecases"))...)
 	dir := t.TempDir()
 	if keep := os.Getenv("KVWATCH_COMPAT_MODULE"); keep != "" {
 		dir = keep
