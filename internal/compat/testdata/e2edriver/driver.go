@@ -3,8 +3,10 @@
 // with one generated package and watches them with the other, both ways,
 // against the server at -url, and prints what each side saw as one JSON
 // report on stdout. The test generates cases.go beside it (the table of
-// the generated packages' entry points); everything else goes through
-// reflection, the way a user's code would call the generated API.
+// the cases, by the generated packages they use), and a file in each
+// generated package that registers its entry points (e2eapi); everything
+// else goes through reflection, the way a user's code would call the
+// generated API.
 package main
 
 import (
@@ -24,37 +26,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+
+	"example.com/compate2e/driver/e2eapi"
 )
 
-// caseAPI is one case: the buckets of its old and new package.
+// caseAPI is one case: the folders of its old and new package, which
+// registered their buckets with e2eapi.
 type caseAPI struct {
 	Name     string
-	Old, New []bucketAPI
-}
-
-// bucketAPI is what a generated package declares for one bucket.
-type bucketAPI struct {
-	Name   string // the bucket's name
-	Create any    // CreateOrUpdate<Bucket>Bucket
-	Open   any    // Open<Bucket>Bucket
-	Watch  any    // Watch<Bucket>
-	Kinds  []kindAPI
-	// Config is the schema's config: of the bucket, nil for none.
-	Config *limitsAPI
-}
-
-// kindAPI names one kind's methods.
-type kindAPI struct {
-	Name  string // the kind's Go name
-	Put   string // the client's Put<Kind>
-	Cache string // the watcher's <Kind>Cache
-}
-
-// limitsAPI are the config settings the limit probes need.
-type limitsAPI struct {
-	MaxValueSize int32
-	MaxBytes     int64
-	MaxConsumers int
+	Old, New string
 }
 
 // Report is what the driver prints.
@@ -155,8 +135,8 @@ func main() {
 // runCase runs each bucket both versions declare, both ways.
 func runCase(ctx context.Context, js jetstream.JetStream, c caseAPI) CaseReport {
 	r := CaseReport{Name: c.Name}
-	for _, o := range c.Old {
-		for _, n := range c.New {
+	for _, o := range e2eapi.Packages[c.Old] {
+		for _, n := range e2eapi.Packages[c.New] {
 			if o.Name != n.Name {
 				continue
 			}
@@ -187,7 +167,7 @@ func runCase(ctx context.Context, js jetstream.JetStream, c caseAPI) CaseReport 
 // run creates the bucket with writer's package, writes two samples per
 // kind with its client, then watches the whole bucket with reader's
 // package until synced.
-func run(ctx context.Context, js jetstream.JetStream, writer, reader bucketAPI) Run {
+func run(ctx context.Context, js jetstream.JetStream, writer, reader e2eapi.Bucket) Run {
 	var r Run
 	bucket, err := call(ctx, js, writer.Create)
 	if err != nil {
@@ -231,7 +211,7 @@ func call(ctx context.Context, js jetstream.JetStream, fn any, opts ...any) (ref
 }
 
 // write puts two samples of each kind (fewer where both have one key).
-func write(ctx context.Context, bucket reflect.Value, b bucketAPI) ([]Entry, error) {
+func write(ctx context.Context, bucket reflect.Value, b e2eapi.Bucket) ([]Entry, error) {
 	kv := bucket.MethodByName("KeyValue").Call(nil)[0].Interface().(jetstream.KeyValue)
 	var written []Entry
 	for _, k := range b.Kinds {
@@ -262,7 +242,7 @@ func write(ctx context.Context, bucket reflect.Value, b bucketAPI) ([]Entry, err
 // watch starts the package's watcher over the whole bucket and waits
 // until it is synced and its handlers ran every event and error queued.
 // reported returns what OnError received.
-func watch(ctx context.Context, js jetstream.JetStream, b bucketAPI) (w reflect.Value, stop func(), reported func() []Reported, err error) {
+func watch(ctx context.Context, js jetstream.JetStream, b e2eapi.Bucket) (w reflect.Value, stop func(), reported func() []Reported, err error) {
 	fn := reflect.ValueOf(b.Watch)
 	scopes := reflect.New(fn.Type().In(2)).Elem()
 	scopes.FieldByName("All").SetBool(true)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+
+	"example.com/compate2e/driver/e2eapi"
 )
 
 // Update is the new package's CreateOrUpdate on the bucket the old
@@ -24,7 +26,7 @@ type Update struct {
 }
 
 // update runs n's CreateOrUpdate on the existing bucket.
-func update(ctx context.Context, js jetstream.JetStream, n bucketAPI) *Update {
+func update(ctx context.Context, js jetstream.JetStream, n e2eapi.Bucket) *Update {
 	_, err := call(ctx, js, n.Create)
 	u := configResult(err)
 	if u.Refused {
@@ -82,7 +84,7 @@ const (
 
 // limits probes the limits of the bucket made by the new package with
 // old's client and watchers.
-func limits(ctx context.Context, js jetstream.JetStream, old bucketAPI, cfg *limitsAPI) *Limits {
+func limits(ctx context.Context, js jetstream.JetStream, old e2eapi.Bucket, cfg *e2eapi.Limits) *Limits {
 	l := &Limits{}
 	if len(old.Kinds) == 0 {
 		l.Err = "no kinds"
@@ -141,7 +143,7 @@ func limits(ctx context.Context, js jetstream.JetStream, old bucketAPI, cfg *lim
 
 // fillBucket puts values of about 1 KiB under distinct keys until a put
 // fails (its error returned) or well past cfg.MaxBytes ("").
-func fillBucket(ctx context.Context, bucket reflect.Value, old bucketAPI, cfg *limitsAPI, writes *int) string {
+func fillBucket(ctx context.Context, bucket reflect.Value, old e2eapi.Bucket, cfg *e2eapi.Limits, writes *int) string {
 	strLen := 1024
 	if cfg.MaxValueSize > 0 {
 		strLen = min(strLen, int(cfg.MaxValueSize)/8)
