@@ -21,24 +21,23 @@ import (
 // TestCorpusEndToEnd proves that compat's verdicts are what the generated
 // code does. For every case of golden/compat (and of testdata/e2ecases,
 // for branches of the rules golden/compat has no case of) it generates
-// both packages
-// into one module, and a driver (testdata/e2edriver) that, against a real
-// server, writes samples of every kind with the old package's client and
-// watches the whole bucket with the new package's watcher, then the
-// reverse on a fresh bucket; where either schema has config:, it also
-// runs the new CreateOrUpdate on the bucket the old one made, and old
-// writers and watchers against the limits of the bucket the new one
-// made. Then, per case and direction: where compat reports no breaking,
-// accepted or notice change of that direction's class, the watcher must
-// have read every written entry, with no error and the same value; where
-// it does, the effect its message names must show (the table in
-// e2e_effects_test.go). And compat reports code that no longer compiles
-// exactly where the new package's exported API removes or changes a
-// declaration of the old one's (internal/apidump).
+// both packages into one module, and a driver (testdata/e2edriver) that,
+// against a real server, writes samples of every kind with the old
+// package's client and watches the whole bucket with the new package's
+// watcher, then the reverse on a fresh bucket; where either schema has
+// config:, it also runs the new CreateOrUpdate on the bucket the old one
+// made, and old writers and watchers against the limits of the bucket the
+// new one made. Then, per case and direction: where compat reports no
+// breaking, accepted or notice change of that direction's class, the
+// watcher must have read every written entry, with no error and the same
+// value; where it does, the effect its message names must show (the
+// table in e2e_effects_test.go). And compat must report code that no
+// longer compiles exactly where the new package's exported API removes or
+// changes a declaration of the old one's (internal/apidump).
 //
 // KVWATCH_COMPAT_CASE=a,b runs only those cases; KVWATCH_COMPAT_MODULE=DIR
 // writes the module there (kept, for a look); KVWATCH_COMPAT_REPORT=FILE
-// writes the driver's report there.
+// appends the driver's reports there.
 func TestCorpusEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of every corpus case and runs it against a server")
@@ -52,6 +51,13 @@ func TestCorpusEndToEnd(t *testing.T) {
 	}
 	// golden/compat, and cases of rules' branches it has none of.
 	cases := append(loadCorpus(t, filepath.Join(root, "golden", "compat")), loadCorpus(t, filepath.Join("testdata", "e2ecases"))...)
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.name] {
+			t.Fatalf("two cases are named %s: rename the one in testdata/e2ecases", c.name)
+		}
+		seen[c.name] = true
+	}
 	dir := t.TempDir()
 	if keep := os.Getenv("KVWATCH_COMPAT_MODULE"); keep != "" {
 		dir = keep
