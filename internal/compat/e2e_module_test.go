@@ -226,7 +226,7 @@ func goCommand(ctx context.Context, dir string, args ...string) (string, error) 
 func buildDriver(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "driver.bin")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
 	// -trimpath: the build cache then serves the next run, in another
