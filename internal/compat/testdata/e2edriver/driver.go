@@ -169,7 +169,7 @@ func runCase(ctx context.Context, js jetstream.JetStream, c caseAPI) CaseReport 
 // package until synced.
 func run(ctx context.Context, js jetstream.JetStream, writer, reader e2eapi.Bucket) Run {
 	var r Run
-	bucket, err := call(ctx, js, writer.Create)
+	bucket, err := createFresh(ctx, js, writer)
 	if err != nil {
 		r.Err = "create: " + err.Error()
 		return r
@@ -201,6 +201,35 @@ func run(ctx context.Context, js jetstream.JetStream, writer, reader e2eapi.Buck
 
 // call calls fn, a package's CreateOrUpdate<Bucket>Bucket or
 // Open<Bucket>Bucket, with opts.
+// createFresh creates the bucket with b's CreateOrUpdate, empty: a file
+// stream deleted and at once created again under its name sometimes holds
+// the deleted stream's messages on nats-server 2.15.2, so a bucket found
+// with messages is deleted and created again, until it is empty or ctx
+// ends.
+func createFresh(ctx context.Context, js jetstream.JetStream, b e2eapi.Bucket) (reflect.Value, error) {
+	for {
+		bucket, err := call(ctx, js, b.Create)
+		if err != nil {
+			return bucket, err
+		}
+		s, err := js.Stream(ctx, "KV_"+b.Name)
+		if err != nil {
+			return bucket, err
+		}
+		if s.CachedInfo().State.Msgs == 0 {
+			return bucket, nil
+		}
+		if err := js.DeleteKeyValue(ctx, b.Name); err != nil {
+			return bucket, err
+		}
+		select {
+		case <-ctx.Done():
+			return bucket, fmt.Errorf("bucket %s still holds the messages of a deleted stream: %w", b.Name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 func call(ctx context.Context, js jetstream.JetStream, fn any, opts ...any) (reflect.Value, error) {
 	args := []reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(js)}
 	for _, o := range opts {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -45,6 +46,11 @@ const maxDepth = 4
 // (variant 0 or 1: they differ in signed integers and float64s), slices
 // and maps with one element; strings are strLen bytes long where
 // strLen > 0.
+// sampleTexts are what a value of an external type with a text form is
+// filled from: the first it takes (an address prefix, an address, a time,
+// a number).
+var sampleTexts = []string{"10.1.2.0/24", "10.1.2.3", "2024-05-06T07:08:09Z", "12345"}
+
 func fill(t reflect.Type, variant, strLen int, depth int) reflect.Value {
 	v := reflect.New(t).Elem()
 	switch t {
@@ -57,6 +63,15 @@ func fill(t reflect.Type, variant, strLen int, depth int) reflect.Value {
 	case rawJSONType:
 		v.SetBytes(append([]byte{}, sampleJSON...))
 		return v
+	}
+	if u, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok && t.PkgPath() != "" && t.Kind() == reflect.Struct {
+		// An external type with a text form (net/netip's, say): the
+		// first sample text it takes, so that its JSON is a real one.
+		for _, text := range sampleTexts {
+			if u.UnmarshalText([]byte(text)) == nil {
+				return v
+			}
+		}
 	}
 	switch t.Kind() {
 	case reflect.String:
