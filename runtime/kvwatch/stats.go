@@ -60,8 +60,11 @@ type Stats struct {
 	// delivered (applied to the cache, when a kind has no handler).
 	Puts, Deletes, Purges uint64
 	// DataErrors counts entries skipped because a value did not decode or
-	// a key did not parse (sum over Kinds); UnknownKeys those whose key
-	// matches no template; HandlerPanics the handler panics recovered.
+	// a key did not parse (sum over Kinds), each one reported;
+	// UnknownKeys those whose key matches no template, every one of them
+	// though only a key's first is reported (see UnknownKeyError), and an
+	// entry read again (a re-list, a scope added back) counts again;
+	// HandlerPanics the handler panics recovered.
 	DataErrors, UnknownKeys, HandlerPanics uint64
 	// ConsumerResets counts how often the consumer was recreated after a
 	// lost heartbeat, a reconnect or a server restart.

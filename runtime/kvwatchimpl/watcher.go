@@ -174,6 +174,8 @@ type Watcher struct {
 	// below its checkpoint only as the checkpoint's entries, not their
 	// deletes.
 	seenFrom uint64
+	// unknownKeys are the keys matching no template reported so far.
+	unknownKeys unknownKeys
 }
 
 // For generated code (WatchNetwork and the like call it). Start validates
@@ -507,8 +509,13 @@ func (u *unknownEntry) applyLocked(w *Watcher) bool {
 	return !w.skips(&u.e)
 }
 
+// after counts the entry, and reports it if its key is one to report
+// (unknownKeys).
 func (u *unknownEntry) after(w *Watcher) {
-	w.reportSkipped(&kvwatch.UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
+	w.stats.unknownKeys.Add(1)
+	if err := w.unknownKeys.report(u.e.key, u.e.revision); err != nil {
+		w.reportSkipped(err)
+	}
 }
 
 // commitRevision records that an ordered entry was applied.

@@ -245,7 +245,7 @@ func newDescs(constLabels prometheus.Labels) descs {
 			"Entries in the kind's cache now; exact once the watcher is synced.",
 			"kind"),
 		unknownKeys: desc("unknown_keys_total",
-			"Entries skipped because their key, in the watcher's scopes, matches no key template of the schema (*kvwatch.UnknownKeyError)."),
+			"Entries skipped because their key, in the watcher's scopes, matches no key template of the schema: typically a kind a newer schema added. Every entry counts; only a key's first is reported (*kvwatch.UnknownKeyError), for the first 100 keys."),
 		handlerPanics: desc("handler_panics_total",
 			"Handler panics recovered (*kvwatch.HandlerError); the watch went on after each."),
 		consumerResets: desc("consumer_resets_total",
