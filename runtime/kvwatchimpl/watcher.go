@@ -130,6 +130,8 @@ type Watcher struct {
 	lastWentBack atomic.Pointer[kvwatch.StreamWentBackError]
 	// mirror is what the watcher knows of its stream as a mirror (Stats).
 	mirror mirrorHealth
+	// schemaRecord is the schema the bucket's stream records (Stats).
+	schemaRecord schemaRecord
 	// bg tracks goroutines besides the event goroutine (watchMirror): the
 	// event goroutine waits for them before the watch is done.
 	bg sync.WaitGroup
@@ -241,6 +243,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	}
 	w.startStream = stream
 	w.learnStream(stream.CachedInfo())
+	w.learnSchema(stream.CachedInfo())
 	if w.filters, err = w.filtersFor(scopes); err != nil {
 		return nil, err
 	}
