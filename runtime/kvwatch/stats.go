@@ -52,10 +52,10 @@ type MirrorStats struct {
 // and which one configured its bucket (Stats.Schema): during a rollout,
 // which nodes still run code of an older schema.
 type SchemaStats struct {
-	// Revision is the watcher's own schema's revision: (0 when it
-	// declares none), and Fingerprint the bucket's fingerprint in it (16
-	// hex digits: its kinds, scopes and config), both written into the
-	// generated code. Fingerprint is "" for code generated before
+	// Revision is the revision the watcher's own schema declares
+	// (revision:, 0 when none), and Fingerprint the bucket's fingerprint
+	// in it (16 hex digits: its kinds, scopes and config), both written
+	// into the generated code. Fingerprint is "" for code generated before
 	// kvwatchgen wrote them (generated-code version 5): nothing is
 	// compared then.
 	Revision    int
@@ -75,8 +75,8 @@ type SchemaStats struct {
 	BucketFingerprint string
 	// Behind is set when the bucket records a newer schema than the
 	// watcher's: a higher revision, or the same revision with another
-	// fingerprint (a change made without raising revision:, which cannot
-	// tell which is newer). The watcher logs it once, at WARN.
+	// fingerprint (a change made without raising revision:, where which
+	// is newer cannot be told). The watcher logs it once, at WARN.
 	Behind bool
 }
 

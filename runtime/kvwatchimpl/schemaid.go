@@ -100,7 +100,7 @@ func (w *Watcher) learnSchema(info *jetstream.StreamInfo) {
 	r.mu.Unlock()
 	if log {
 		w.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
-			"kvwatch: the bucket records a newer schema than the one this watcher's code was generated from: entries of kinds it does not know are skipped, fields it does not know ignored, until this node runs code generated from it",
+			"kvwatch: the bucket records a newer schema than this watcher's code was generated from (or another of the same revision): entries of kinds it does not know are skipped and fields it does not know ignored until the node runs code generated from the bucket's schema",
 			slog.String("bucket", w.bucket), slog.Int("revision", own.Revision), slog.String("fingerprint", own.Fingerprint),
 			slog.Int("bucket_revision", bucket.Revision), slog.String("bucket_fingerprint", bucket.Fingerprint))
 	}

@@ -193,8 +193,8 @@ func TestWatcherShowsWhichSchemaWroteTheBucket(t *testing.T) {
 			t.Errorf("%s: logged %q", c.name, warned)
 		}
 	}
-	const line = "WARN kvwatch: the bucket records a newer schema than the one this watcher's code was generated from: " +
-		"entries of kinds it does not know are skipped, fields it does not know ignored, until this node runs code generated from it " +
+	const line = "WARN kvwatch: the bucket records a newer schema than this watcher's code was generated from (or another of the same revision): " +
+		"entries of kinds it does not know are skipped and fields it does not know ignored until the node runs code generated from the bucket's schema " +
 		"bucket=network revision=3 fingerprint=00000000000000aa bucket_revision=4 bucket_fingerprint=00000000000000bb"
 	if warned := schemaWarnings(logs[0]); len(warned) == 1 && !strings.HasSuffix(warned[0], line) {
 		t.Errorf("logged\n%s\nwant\n%s", warned[0], line)
