@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,47 @@ func TestGeneratedModule(t *testing.T) {
 		if !strings.Contains(out, c.want) || !strings.Contains(out, "fleetkv/kvwatch.go") {
 			t.Errorf("%s: the build failed, but not with the guard naming the fix (%s):\n%s", c.name, c.want, out)
 		}
+	}
+
+	// Code of the previous version, which this runtime still builds
+	// (MinVersion 5).
+	useModule(root)
+	asVersion5(t, filepath.Join(app, "fleetkv"))
+	if out, err := goCmd("build", "./..."); err != nil {
+		t.Errorf("version 5 code against this runtime: %v\n%s", err, out)
+	}
+}
+
+// version5Schema is the field of a bucket's spec that version 6 added
+// (kvwatchimpl.SchemaID), on one line or several.
+var version5Schema = regexp.MustCompile(`(?s)\n\tSchema: +kvwatchimpl\.SchemaID\{.*?\},?\n`)
+
+// asVersion5 rewrites the generated package in dir into what version 5
+// of the generator wrote, but for doc comments: its guard says 5, and its
+// specs have no Schema.
+func asVersion5(t *testing.T, dir string) {
+	t.Helper()
+	if gen.GenVersion != 6 {
+		t.Fatalf("generated-code version %d: update asVersion5 (or drop it with MinVersion 5)", gen.GenVersion)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.NewReplacer("(6 - kvwatchimpl.MinVersion)", "(5 - kvwatchimpl.MinVersion)",
+			"(kvwatchimpl.MaxVersion - 6)", "(kvwatchimpl.MaxVersion - 5)").Replace(string(b))
+		specs += len(version5Schema.FindAllStringIndex(text, -1))
+		text = version5Schema.ReplaceAllString(text, "\n")
+		writeFile(t, f, text)
+	}
+	if specs == 0 {
+		t.Fatal("asVersion5 found no Schema field to remove")
 	}
 }
 

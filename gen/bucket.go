@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -18,7 +19,7 @@ func bucketFile(s *schema.Schema, b *schema.Bucket) *jen.File {
 		emitKey(f, b, k)
 		emitKind(f, b, k)
 	}
-	emitSpec(f, b)
+	emitSpec(f, s, b)
 	emitScopes(f, b)
 	emitHandlers(f, b)
 	emitWatcher(f, b)
@@ -193,16 +194,24 @@ func emitKind(f *jen.File, b *schema.Bucket, k *schema.Kind) {
 	f.Line()
 }
 
-// emitSpec writes the runtime description of the bucket.
-func emitSpec(f *jen.File, b *schema.Bucket) {
+// emitSpec writes the runtime description of the bucket: its name,
+// scopes, config, and the schema it comes from (the schema's revision,
+// left out when it declares none, and the bucket's fingerprint), which
+// CreateOrUpdate records in the bucket and watchers compare with that
+// record.
+func emitSpec(f *jen.File, s *schema.Schema, b *schema.Bucket) {
 	f.Comment(wrap(fmt.Sprintf("%s describes bucket %s to the runtime.", b.Names.Spec, b.Name)))
-	f.Var().Id(b.Names.Spec).Op("=").Add(rt("BucketSpec")).Add(keyed(append([]field{
-		field{"Bucket", jen.Lit(b.Name)},
-		field{"Scopes", jen.Index().Add(rt("ScopeSpec")).ValuesFunc(func(g *jen.Group) {
+	id := []field{{"Fingerprint", jen.Lit(b.Fingerprint())}}
+	if s.Revision != 0 {
+		id = append([]field{{"Revision", jen.Lit(s.Revision)}}, id...)
+	}
+	f.Var().Id(b.Names.Spec).Op("=").Add(rt("BucketSpec")).Add(keyed(slices.Concat([]field{
+		{"Bucket", jen.Lit(b.Name)},
+		{"Scopes", jen.Index().Add(rt("ScopeSpec")).ValuesFunc(func(g *jen.Group) {
 			for _, s := range b.Scopes {
 				g.Add(keyed(field{"Name", jen.Lit(s.GoName)}, field{"Prefix", jen.Lit(s.Prefix.Raw)}))
 			}
 		})},
-	}, specConfig(b)...)...))
+	}, specConfig(b), []field{{"Schema", rt("SchemaID").Add(keyed(id...))}})...))
 	f.Line()
 }

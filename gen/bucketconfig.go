@@ -116,10 +116,14 @@ func emitBucketConfig(f *jen.File, b *schema.Bucket) {
 		doc += "The schema declares no configuration: every setting takes its default (" + strings.Join(defaults, ", ") + ")."
 	}
 	doc += "\n\nAn existing bucket is changed in place, and only where it differs; settings the schema does not " +
-		"govern (compression, placement, metadata) stay. A change that makes the server drop entries or revisions " +
+		"govern (compression, placement, other metadata) stay. A change that makes the server drop entries or revisions " +
 		"(lowering history, setting or lowering the ttl) is refused unless opts include kvclient.AllowDataLoss(), " +
 		"and a change of storage always is: a refusal changes nothing, and its *kvclient.BucketConfigError lists " +
-		"every setting that differs. It deletes neither the bucket nor an entry."
+		"every setting that differs. It deletes neither the bucket nor an entry." +
+		"\n\nIt records which schema configured the bucket (its revision and the bucket's fingerprint, " +
+		"as the stream metadata kvwatchgen.schema.revision and kvwatchgen.schema.fingerprint), where " +
+		"watchers read it (kvwatch.Stats.Schema) and log when their code is older. The record is written " +
+		"as given, an older revision too: call this when deploying a schema, not at the start of every node."
 	f.Comment(wrap(doc))
 	f.Func().Id(n.CreateOrUpdate).Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("js").Qual(jetstreamPath, "JetStream"),

@@ -117,7 +117,7 @@ func emitHandlers(f *jen.File, b *schema.Bucket) {
 		g.Id("OnSynced").Func().Params()
 		g.Comment(wrapIndented("OnError receives what the watch skipped and went on after: a value that does " +
 			"not decode or a key that does not parse (*kvwatch.DataError), a key in scope that matches no " +
-			"template (*kvwatch.UnknownKeyError), a handler panic (*kvwatch.HandlerError); and the error " +
+			"template (*kvwatch.UnknownKeyError, once per key: see its doc), a handler panic (*kvwatch.HandlerError); and the error " +
 			"that ended the watch, if it ends on its own."))
 		g.Id("OnError").Func().Params(jen.Error())
 	})

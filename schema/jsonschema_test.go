@@ -29,6 +29,7 @@ var shapeVerdicts = map[string]string{
 	"multi_bucket": "valid", "nested_scopes": "valid", "nested_types": "valid", "no_scopes": "valid",
 	"typed_params": "valid", "yaml_anchors": "valid", "file_names": "valid", "import_names": "valid",
 	"json_values": "valid", "bucket_config": "valid", "indexes": "valid",
+	"schema_revision": "valid", // revision:, in every spec's SchemaID
 
 	"bad_recovery": "invalid", // a bucket without bucket:, lower-case names
 

@@ -7,4 +7,4 @@ package version
 
 // Gen is the version of generated code's contract with the runtime. It
 // changes only when generated code needs a different runtime API.
-const Gen = 5
+const Gen = 6

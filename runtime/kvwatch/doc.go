@@ -68,9 +68,14 @@
 //     WaitRevision, which may be the code holding the queue back.
 //   - A handler that panics is reported to OnError as a *HandlerError; the
 //     watch goes on.
-//   - An entry that cannot be typed (a value that does not decode, a key
-//     that matches no template) is reported to OnError (*DataError,
-//     *UnknownKeyError) and skipped; the watch goes on.
+//   - An entry that cannot be typed is skipped, counted in Stats and
+//     reported to OnError and the logger; the watch goes on. A value that
+//     does not decode is reported each time (*DataError). A key in scope
+//     that matches no template (*UnknownKeyError: during a rollout, a
+//     kind that only newer code knows) is reported once, at its first
+//     entry, and only the first MaxUnknownKeysReported such keys are
+//     (then one more, with Last set); the others, and every later write,
+//     are only counted (Stats.UnknownKeys).
 //
 // # Resuming
 //

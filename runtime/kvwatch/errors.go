@@ -82,14 +82,45 @@ func glimpse(v []byte) string {
 func (e *DataError) Unwrap() error { return e.Err }
 
 // UnknownKeyError reports a key inside the watched scopes that matches no
-// key template of the bucket. The entry is skipped; the watch goes on.
+// key template of the bucket: typically a key of a kind that a newer
+// schema added, written by nodes that run its code while this one does not
+// yet (a rollout). The entry is skipped and counted (Stats.UnknownKeys);
+// the watch goes on.
+//
+// A watcher reports each unknown key once, at the first entry of it that
+// it reads; later writes of the key, and the same entries read again (a
+// re-list, a scope added back by SetScopes), are counted, not reported.
+// It remembers at most MaxUnknownKeysReported keys: the first unknown key
+// past them is reported with Last set, and from then on unknown keys are
+// only counted. So a rollout that adds a kind costs each old watcher at
+// most MaxUnknownKeysReported+1 reports, however many keys the kind has
+// and however often they are written. A new watcher, a resumed one
+// included, reports afresh. Values that do not decode (*DataError) are
+// not limited: each one is reported.
 type UnknownKeyError struct {
 	Key      string // the raw key
 	Revision uint64 // the entry's revision
+	// Last is set on the watcher's last report of an unknown key: it
+	// reported MaxUnknownKeysReported other keys before this one, and
+	// counts further unknown keys, this one's later writes included, in
+	// Stats.UnknownKeys only.
+	Last bool
 }
 
+// MaxUnknownKeysReported is how many unknown keys a watcher reports
+// (*UnknownKeyError) before it reports one more, with Last set, and only
+// counts the rest. A hundred keys show which kinds and key shapes are
+// unknown to a node's code, at the cost of keeping a hundred keys in
+// memory; an old node in scope of a new kind of thousands of keys then
+// logs a hundred lines, not one per key and per write.
+const MaxUnknownKeysReported = 100
+
 func (e *UnknownKeyError) Error() string {
-	return fmt.Sprintf("kvwatch: key %q at revision %d matches no key template", e.Key, e.Revision)
+	text := fmt.Sprintf("kvwatch: key %q at revision %d matches no key template", e.Key, e.Revision)
+	if e.Last {
+		text += fmt.Sprintf("; %d other unknown keys were reported: further unknown keys are counted (Stats().UnknownKeys), not reported", MaxUnknownKeysReported)
+	}
+	return text
 }
 
 // HandlerError reports a handler that panicked. The panic is recovered, the

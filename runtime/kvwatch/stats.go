@@ -48,6 +48,38 @@ type MirrorStats struct {
 	CheckedAt time.Time
 }
 
+// SchemaStats says which schema a watcher's generated code comes from,
+// and which one configured its bucket (Stats.Schema): during a rollout,
+// which nodes still run code of an older schema.
+type SchemaStats struct {
+	// Revision is the revision the watcher's own schema declares
+	// (revision:, 0 when none), and Fingerprint the bucket's fingerprint
+	// in it (16 hex digits: its kinds, scopes and config), both written
+	// into the generated code. Fingerprint is "" for code generated before
+	// kvwatchgen wrote them (generated-code version 5): nothing is
+	// compared then.
+	Revision    int
+	Fingerprint string
+	// BucketRevision and BucketFingerprint are the schema the bucket's
+	// stream records, in its metadata (kvwatchgen.schema.revision and
+	// kvwatchgen.schema.fingerprint), written by the generated
+	// CreateOrUpdate…Bucket: 0 and "" when none is recorded. They are as
+	// of the last stream info the watcher read, with no request of their
+	// own: at Start, and again whenever it checks its stream (its consumer
+	// recreated, the end of a catch-up, SetScopes adding a scope,
+	// WaitRevision asking the stream, a mirror's periodic check). On an
+	// edge's mirror they are the mirror's own metadata: nats-server does
+	// not copy a stream's metadata to its mirrors, neither when it creates
+	// one nor when the origin's changes.
+	BucketRevision    int
+	BucketFingerprint string
+	// Behind is set when the bucket records a newer schema than the
+	// watcher's: a higher revision, or the same revision with another
+	// fingerprint (a change made without raising revision:, where which
+	// is newer cannot be told). The watcher logs it once, at WARN.
+	Behind bool
+}
+
 // Stats is a point-in-time snapshot of a watcher's counters.
 type Stats struct {
 	// Bucket is the name of the bucket watched, as Watcher.Bucket returns
@@ -60,8 +92,11 @@ type Stats struct {
 	// delivered (applied to the cache, when a kind has no handler).
 	Puts, Deletes, Purges uint64
 	// DataErrors counts entries skipped because a value did not decode or
-	// a key did not parse (sum over Kinds); UnknownKeys those whose key
-	// matches no template; HandlerPanics the handler panics recovered.
+	// a key did not parse (sum over Kinds), each one reported;
+	// UnknownKeys those whose key matches no template, every one of them
+	// though only a key's first is reported (see UnknownKeyError), and an
+	// entry read again (a re-list, a scope added back) counts again;
+	// HandlerPanics the handler panics recovered.
 	DataErrors, UnknownKeys, HandlerPanics uint64
 	// ConsumerResets counts how often the consumer was recreated after a
 	// lost heartbeat, a reconnect or a server restart.
@@ -100,6 +135,9 @@ type Stats struct {
 	// Mirror describes the bucket's stream when it is a mirror (an edge's
 	// copy of a hub's bucket), nil otherwise.
 	Mirror *MirrorStats
+	// Schema says which schema the watcher's code and the bucket come
+	// from.
+	Schema SchemaStats
 	// Consumer is the name of the watcher's consumer on the server, ""
 	// while it has none. The watcher's consumers are named
 	// kvw_<unique token>_<n>, one at a time, n counting the recreations.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +21,9 @@ import (
 // place, only where it differs, and never dropping entries or revisions
 // unless AllowDataLoss says so. It works on the bucket's stream
 // configuration, so what the schema does not govern (compression,
-// placement, republish, metadata, sources, the duplicate window) stays as
-// the bucket has it.
+// placement, republish, metadata other than the schema's record
+// (schemaid.go), sources, the duplicate window) stays as the bucket has
+// it.
 
 // DefaultMaxConsumers is the MaxConsumers CreateOrUpdateBucket gives a
 // bucket's stream when the schema declares no max_consumers. It is
@@ -37,7 +39,16 @@ const DefaultMaxConsumers = 1000
 // updates the existing bucket to it, and returns the bucket. Settings the
 // config leaves zero take their defaults (BucketConfig), on an
 // existing bucket too; the stream's MaxConsumers is always set, to
-// DefaultMaxConsumers by default. An existing bucket is updated only where
+// DefaultMaxConsumers by default. It records spec.Schema (when it has a
+// fingerprint) in the stream's metadata, as kvwatchgen.schema.revision
+// and kvwatchgen.schema.fingerprint, keeping every other metadata key:
+// watchers read it to tell which schema configured the bucket
+// (kvwatch.Stats.Schema). The record is a setting like the others
+// (schema_revision, schema_fingerprint), never refused: it is written as
+// given, an older revision too, so CreateOrUpdateBucket belongs to the
+// deploy of a schema (one call when it rolls out), not to the start of
+// every node, where nodes of the old and the new code would write their
+// own record in turn. An existing bucket is updated only where
 // it differs, with one stream update; a change that drops data is refused
 // without AllowDataLoss, and a change of storage always is. A refusal is a
 // *BucketConfigError listing every setting that differs, and changes
@@ -82,6 +93,7 @@ func CreateOrUpdateBucket(ctx context.Context, js jetstream.JetStream, spec *Buc
 		return nil, fmt.Errorf("kvwatch: stream %s is not a KV bucket (no history per key): %w", cur.Name, jetstream.ErrBadBucket)
 	}
 	want := desiredConfig(cur, &spec.Config)
+	recordSchema(want, spec.Schema)
 	if changes, refused := bucketChanges(cur, want, o.AllowDataLoss); refused {
 		return nil, &kvclient.BucketConfigError{Bucket: name, Changes: changes}
 	} else if len(changes) > 0 {
@@ -251,7 +263,7 @@ var bucketSettings = []bucketSetting{
 // whether one of them is refused: it cannot change in place, or it drops
 // data and allowDataLoss is not set.
 func bucketChanges(cur, want *jetstream.StreamConfig, allowDataLoss bool) (changes []kvclient.BucketChange, refused bool) {
-	for _, s := range bucketSettings {
+	for _, s := range slices.Concat(bucketSettings, schemaSettings) {
 		was, now := s.value(cur), s.value(want)
 		if was == now {
 			continue

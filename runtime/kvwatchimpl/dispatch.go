@@ -35,12 +35,9 @@ func (k *kindCounters) count(op kvwatch.Op) {
 	}
 }
 
-// reportSkipped logs an entry the watch skipped, counts an unknown key,
-// and queues err for OnError.
+// reportSkipped logs an entry the watch skipped and queues err for
+// OnError.
 func (w *Watcher) reportSkipped(err error) {
-	if _, ok := err.(*kvwatch.UnknownKeyError); ok {
-		w.stats.unknownKeys.Add(1)
-	}
 	w.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "kvwatch: skipped", slog.Any("error", err))
 	w.notify(err)
 }
@@ -51,4 +48,36 @@ func (w *Watcher) notify(err error) {
 	if r := w.own; r != nil && r.onError != nil {
 		r.l.add(call(func() { r.report(err) }))
 	}
+}
+
+// unknownKeys remembers the unknown keys a watcher reported, so that each
+// is reported once and at most kvwatch.MaxUnknownKeysReported of them
+// (then one more, the last: kvwatch.UnknownKeyError). The event goroutine
+// owns it.
+type unknownKeys struct {
+	reported map[string]struct{}
+	// over is set once the last report was made; reported is dropped
+	// then.
+	over bool
+}
+
+// report returns the error reporting an entry of key at revision that
+// matches no template, or nil when it is only to be counted: its key was
+// reported already, or the last report was made.
+func (u *unknownKeys) report(key string, revision uint64) *kvwatch.UnknownKeyError {
+	if u.over {
+		return nil
+	}
+	if _, ok := u.reported[key]; ok {
+		return nil
+	}
+	if len(u.reported) == kvwatch.MaxUnknownKeysReported {
+		u.over, u.reported = true, nil
+		return &kvwatch.UnknownKeyError{Key: key, Revision: revision, Last: true}
+	}
+	if u.reported == nil {
+		u.reported = map[string]struct{}{}
+	}
+	u.reported[key] = struct{}{}
+	return &kvwatch.UnknownKeyError{Key: key, Revision: revision}
 }

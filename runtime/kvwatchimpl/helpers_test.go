@@ -185,13 +185,13 @@ func startNetwork(t *testing.T, js jetstream.JetStream, scopes kvwatchimpl.Scope
 	return w
 }
 
-// startCached starts a watcher on scopes whose bindings record into r and
-// keep caches, returned for inspection, and waits until it is synced. The
-// watcher is stopped when the test ends.
-func startCached(t *testing.T, js jetstream.JetStream, scopes kvwatchimpl.Scopes, r *recorder) (*kvwatchimpl.Watcher, *kvwatchimpl.Binding[routeKey, route], *kvwatchimpl.Binding[vpcKey, vpcConfig]) {
+// startCached starts a watcher on scopes, with opts, whose bindings record
+// into r and keep caches, returned for inspection, and waits until it is
+// synced. The watcher is stopped when the test ends.
+func startCached(t *testing.T, js jetstream.JetStream, scopes kvwatchimpl.Scopes, r *recorder, opts ...kvwatch.Option) (*kvwatchimpl.Watcher, *kvwatchimpl.Binding[routeKey, route], *kvwatchimpl.Binding[vpcKey, vpcConfig]) {
 	t.Helper()
 	routes, configs, bindings := networkBindings(r)
-	w, err := kvwatchimpl.Start(context.Background(), js, &network, scopes, bindings, r.options()...)
+	w, err := kvwatchimpl.Start(context.Background(), js, &network, scopes, bindings, append(r.options(), opts...)...)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

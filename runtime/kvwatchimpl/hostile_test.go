@@ -18,8 +18,9 @@ import (
 )
 
 // 1,000 random byte strings as values and random keys inside the scope:
-// every one is reported with its key and revision, and the valid writes
-// between them all arrive.
+// every value is reported with its key and revision, and so are the first
+// kvwatch.MaxUnknownKeysReported keys and one more (each key is written
+// once), the others counted; the valid writes between them all arrive.
 func TestHostileData(t *testing.T) {
 	js, kv := setup(t)
 	r := newRecorder()
@@ -38,6 +39,7 @@ func TestHostileData(t *testing.T) {
 		}
 	}
 	hostile := map[uint64]string{} // revision -> key
+	var unknownKeys []uint64       // revisions of the unknown keys, in order
 	var valid []string
 	for i := range 1000 {
 		var key string
@@ -66,6 +68,9 @@ func TestHostileData(t *testing.T) {
 			t.Fatalf("publish %q: %v", key, err)
 		}
 		hostile[ack.Sequence] = key
+		if i%2 != 0 {
+			unknownKeys = append(unknownKeys, ack.Sequence)
+		}
 		if i%10 == 0 {
 			good := fmt.Sprintf("vpc.a.route.good%d", i)
 			put(t, kv, good, route{CIDR: "ok"})
@@ -77,6 +82,7 @@ func TestHostileData(t *testing.T) {
 
 	events, errs := r.snapshot()
 	reported := map[uint64]string{}
+	lastReport := map[uint64]bool{} // an unknown key reported with Last
 	for _, err := range errs {
 		var de *kvwatch.DataError
 		var ue *kvwatch.UnknownKeyError
@@ -85,13 +91,25 @@ func TestHostileData(t *testing.T) {
 			reported[de.Revision] = de.Key
 		case errors.As(err, &ue):
 			reported[ue.Revision] = ue.Key
+			lastReport[ue.Revision] = ue.Last
 		default:
 			t.Errorf("unexpected error %v", err)
 		}
 	}
+	counted := map[uint64]bool{} // unknown keys past the last reported
+	for i, rev := range unknownKeys {
+		counted[rev] = i > kvwatch.MaxUnknownKeysReported
+		if lastReport[rev] != (i == kvwatch.MaxUnknownKeysReported) {
+			t.Errorf("unknown key %d at revision %d: Last is %v", i, rev, lastReport[rev])
+		}
+	}
 	for rev, key := range hostile {
-		if reported[rev] != key {
-			t.Errorf("hostile entry %q at revision %d: reported as %q", key, rev, reported[rev])
+		want := key
+		if counted[rev] {
+			want = "" // counted, not reported
+		}
+		if reported[rev] != want {
+			t.Errorf("hostile entry %q at revision %d: reported as %q, want %q", key, rev, reported[rev], want)
 		}
 	}
 	for _, key := range valid {

@@ -113,6 +113,7 @@ func (w *Watcher) watchMirror() {
 			continue
 		}
 		w.mirror.set(stream.CachedInfo())
+		w.learnSchema(stream.CachedInfo())
 		s := w.mirror.snapshot()
 		stale := s.SinceHeard > w.cfg.MirrorStaleAfter
 		if !w.mirror.setStale(stale) {

@@ -239,6 +239,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	if err := w.sameStream(info); err != nil {
 		return nil, err
 	}
+	w.learnSchema(info)
 	last := info.State.LastSeq
 	w.learnDirectGet(info)
 	if !w.directGet {

@@ -108,17 +108,19 @@ type life struct {
 	lateChange bool
 }
 
-// lineLog is a slog handler keeping the last 400 lines logged.
+// lineLog is a slog handler keeping the last 400 lines logged, but for
+// entries skipped (bad data) unless skipped is set.
 type lineLog struct {
-	mu    sync.Mutex
-	lines []string
+	skipped bool
+	mu      sync.Mutex
+	lines   []string
 }
 
 func (h *lineLog) Enabled(context.Context, slog.Level) bool { return true }
 func (h *lineLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *lineLog) WithGroup(string) slog.Handler            { return h }
 func (h *lineLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "kvwatch: skipped" {
+	if r.Message == "kvwatch: skipped" && !h.skipped {
 		return nil // bad data, on purpose: noise here
 	}
 	line := r.Time.Format("15:04:05.000") + " " + r.Level.String() + " " + r.Message

@@ -57,6 +57,7 @@ const (
 //     once it has passed the stream's last sequence as it was before.
 func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUpPlan, error) {
 	info := stream.CachedInfo()
+	w.learnSchema(info)
 	w.setStreamCreated(info.Created)
 	w.seenFrom = 0 // a read of the whole state sees every key's newest entry
 	last := info.State.LastSeq

@@ -12,6 +12,24 @@ type BucketSpec struct {
 	// Config is the configuration the schema declares for the bucket's
 	// stream (zero: none, every default applies).
 	Config BucketConfig
+	// Schema identifies the schema the spec was generated from (since
+	// generated-code version 6; zero in older code, for which nothing is
+	// recorded or compared: see SchemaID).
+	Schema SchemaID
+}
+
+// SchemaID identifies the schema a bucket's generated code comes from.
+// CreateOrUpdateBucket records it in the bucket's stream metadata, and a
+// watcher compares it with that record (kvwatch.Stats.Schema). A SchemaID
+// without a fingerprint (a spec of generated code before version 6, or
+// written by hand) is no schema: nothing is recorded, and nothing
+// compared.
+type SchemaID struct {
+	// Revision is the schema's revision: (0 when it declares none).
+	Revision int
+	// Fingerprint is the bucket's fingerprint in the schema (16 hex
+	// digits): what its kinds, scopes and config mean to the data.
+	Fingerprint string
 }
 
 // ScopeSpec is one way to narrow a watcher: a token-aligned prefix of one

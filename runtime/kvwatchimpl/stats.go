@@ -18,6 +18,7 @@ func (w *Watcher) Stats() kvwatch.Stats {
 		Filters:        len(w.currentFilters()),
 		Consumer:       w.consumer.current(),
 		Mirror:         w.mirror.snapshot(),
+		Schema:         w.schemaStats(),
 	}
 	w.state.mu.RLock()
 	s.LastRevision = w.state.revision

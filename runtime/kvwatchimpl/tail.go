@@ -89,6 +89,7 @@ func (w *Watcher) checkStream() error {
 	if err := w.sameStream(info); err != nil {
 		return err
 	}
+	w.learnSchema(info)
 	err = w.checkNotBack(ctx, info)
 	var wb *errWentBack
 	if err == nil || errors.As(err, &wb) {

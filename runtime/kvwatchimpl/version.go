@@ -35,7 +35,12 @@ type RuntimeTooOld_UpgradeModule uint
 // watcher names (the watcher, cache and registration as interfaces), the
 // new kvclient what a user of a typed client names, and this package the
 // engine and everything else generated code calls; nothing released
-// depends on versions 2 to 4, so this runtime builds only version 5.
+// depends on versions 2 to 4, so this runtime builds none before version
+// 5. 6 added the schema a bucket's spec comes from (BucketSpec.Schema, a
+// SchemaID): CreateOrUpdateBucket records it in the bucket's stream
+// metadata, and watchers compare it with that record. Version 5 code
+// still builds: its spec has no Schema, so nothing is recorded or
+// compared for it.
 const (
 	// GenVersion is the version of generated code this runtime was
 	// released with; the generator writes it into generated files (both

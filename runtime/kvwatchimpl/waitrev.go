@@ -78,6 +78,7 @@ func (w *Watcher) upTo(ctx context.Context, rev uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	w.learnSchema(stream.CachedInfo())
 	if stream.CachedInfo().State.LastSeq < rev {
 		return false, nil // a mirror behind its origin
 	}

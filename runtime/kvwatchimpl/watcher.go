@@ -130,6 +130,8 @@ type Watcher struct {
 	lastWentBack atomic.Pointer[kvwatch.StreamWentBackError]
 	// mirror is what the watcher knows of its stream as a mirror (Stats).
 	mirror mirrorHealth
+	// schemaRecord is the schema the bucket's stream records (Stats).
+	schemaRecord schemaRecord
 	// bg tracks goroutines besides the event goroutine (watchMirror): the
 	// event goroutine waits for them before the watch is done.
 	bg sync.WaitGroup
@@ -174,6 +176,8 @@ type Watcher struct {
 	// below its checkpoint only as the checkpoint's entries, not their
 	// deletes.
 	seenFrom uint64
+	// unknownKeys are the keys matching no template reported so far.
+	unknownKeys unknownKeys
 }
 
 // For generated code (WatchNetwork and the like call it). Start validates
@@ -239,6 +243,7 @@ func Start(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, scopes
 	}
 	w.startStream = stream
 	w.learnStream(stream.CachedInfo())
+	w.learnSchema(stream.CachedInfo())
 	if w.filters, err = w.filtersFor(scopes); err != nil {
 		return nil, err
 	}
@@ -507,8 +512,13 @@ func (u *unknownEntry) applyLocked(w *Watcher) bool {
 	return !w.skips(&u.e)
 }
 
+// after counts the entry, and reports it if its key is one to report
+// (unknownKeys).
 func (u *unknownEntry) after(w *Watcher) {
-	w.reportSkipped(&kvwatch.UnknownKeyError{Key: u.e.key, Revision: u.e.revision})
+	w.stats.unknownKeys.Add(1)
+	if err := w.unknownKeys.report(u.e.key, u.e.revision); err != nil {
+		w.reportSkipped(err)
+	}
 }
 
 // commitRevision records that an ordered entry was applied.

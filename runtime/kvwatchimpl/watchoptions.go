@@ -17,7 +17,8 @@ func OnSynced(f func()) kvwatch.Option {
 // For generated code (from the generated Handlers' OnError). OnError sets
 // a function called, on the goroutine of the watcher's own handlers and in
 // order with their events, for every entry the watcher skips
-// (*kvwatch.DataError, *kvwatch.UnknownKeyError), every recovered handler
+// (*kvwatch.DataError; *kvwatch.UnknownKeyError once per key, for at most
+// kvwatch.MaxUnknownKeysReported keys and one more), every recovered handler
 // panic (*kvwatch.HandlerError), a checkpoint file it cannot load
 // (*kvwatch.CheckpointFileError), a stream that went back
 // (*kvwatch.StreamWentBackError) and the terminal error if the watch ends

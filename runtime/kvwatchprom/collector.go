@@ -18,12 +18,15 @@
 // Every metric carries the labels bucket (the bucket watched, as
 // kvwatch.Stats.Bucket names it) and watcher (the name given to Add), so
 // that several watchers of one bucket in a process are told apart.
+// kvwatch_schema_info, an info metric (always 1), adds the schema of the
+// watcher's code and of its bucket as labels (kvwatch.Stats.Schema).
 // Counters are named *_total; each metric's Help says what it counts.
 package kvwatchprom
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 
@@ -187,6 +190,10 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s kvwatch.Stats, l labe
 	gauge(d.lastRevision, float64(s.LastRevision))
 	gauge(d.synced, boolValue(s.Synced))
 	gauge(d.filters, float64(s.Filters))
+	sc := s.Schema
+	gauge(d.schemaInfo, 1, schemaRevision(sc.Revision, sc.Fingerprint), sc.Fingerprint,
+		schemaRevision(sc.BucketRevision, sc.BucketFingerprint), sc.BucketFingerprint)
+	gauge(d.schemaBehind, boolValue(sc.Behind))
 	if m := s.Mirror; m != nil {
 		gauge(d.mirrorStale, boolValue(m.Stale))
 		gauge(d.mirrorSinceHeard, m.SinceHeard.Seconds())
@@ -205,6 +212,15 @@ func metric(desc *prometheus.Desc, t prometheus.ValueType, v float64, l labels, 
 	return m
 }
 
+// schemaRevision is a schema's revision as a label: "" when there is no
+// schema (no fingerprint).
+func schemaRevision(revision int, fingerprint string) string {
+	if fingerprint == "" {
+		return ""
+	}
+	return strconv.Itoa(revision)
+}
+
 func boolValue(b bool) float64 {
 	if b {
 		return 1
@@ -218,6 +234,7 @@ type descs struct {
 	unknownKeys, handlerPanics, consumerResets, received *prometheus.Desc
 	wentBack, queued                                     *prometheus.Desc
 	pending, lastRevision, synced, filters               *prometheus.Desc
+	schemaInfo, schemaBehind                             *prometheus.Desc
 	mirrorStale, mirrorSinceHeard, mirrorLag             *prometheus.Desc
 }
 
@@ -226,6 +243,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.unknownKeys, d.handlerPanics, d.consumerResets, d.received,
 		d.wentBack, d.queued,
 		d.pending, d.lastRevision, d.synced, d.filters,
+		d.schemaInfo, d.schemaBehind,
 		d.mirrorStale, d.mirrorSinceHeard, d.mirrorLag}
 }
 
@@ -245,7 +263,7 @@ func newDescs(constLabels prometheus.Labels) descs {
 			"Entries in the kind's cache now; exact once the watcher is synced.",
 			"kind"),
 		unknownKeys: desc("unknown_keys_total",
-			"Entries skipped because their key, in the watcher's scopes, matches no key template of the schema (*kvwatch.UnknownKeyError)."),
+			"Entries skipped because their key, in the watcher's scopes, matches no key template of the schema: typically a kind a newer schema added. Every entry counts; only a key's first is reported (*kvwatch.UnknownKeyError), for the first 100 keys."),
 		handlerPanics: desc("handler_panics_total",
 			"Handler panics recovered (*kvwatch.HandlerError); the watch went on after each."),
 		consumerResets: desc("consumer_resets_total",
@@ -264,6 +282,12 @@ func newDescs(constLabels prometheus.Labels) descs {
 			"1 once the watcher's initial state has been delivered (synced), 0 before."),
 		filters: desc("consumer_filters",
 			"Subject filters on the watcher's consumer; 0 while it watches nothing."),
+		schemaInfo: desc("schema_info",
+			"Always 1; its labels say which schema the watcher's code was generated from (revision, fingerprint) and which one its bucket's stream records (bucket_revision, bucket_fingerprint: the last CreateOrUpdate…Bucket's, as of the watcher's last stream check). "+
+				"A label is empty when unknown: code generated before the schema was written into it, a bucket with no record (an edge's mirror has none: nats-server does not copy metadata to mirrors). count by (revision, fingerprint) shows a fleet's mix.",
+			"revision", "fingerprint", "bucket_revision", "bucket_fingerprint"),
+		schemaBehind: desc("schema_behind",
+			"1 when the bucket records a newer schema than the watcher's code (a higher revision, or the same revision with another fingerprint): the node runs old code, and skips the kinds and ignores the fields it does not know. 0 otherwise."),
 		mirrorStale: desc("mirror_stale",
 			"Only for a watcher of a mirror (an edge's copy of a hub's bucket): 1 while the mirror has not heard from its origin for longer than kvwatch.WithMirrorStaleAfter (default 10s): its state is as of then. 0 otherwise."),
 		mirrorSinceHeard: desc("mirror_since_heard_seconds",

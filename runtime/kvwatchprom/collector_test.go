@@ -195,6 +195,9 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 		"kvwatch_queued_events" + l("") + " 0",
 		// 3 read as the initial state, 6 from the consumer.
 		"kvwatch_received_entries_total" + l("") + " 9",
+		// The bucket records no schema (kvwatchtest.Bucket made it).
+		"kvwatch_schema_behind" + l("") + " 0",
+		"kvwatch_schema_info" + l(`bucket_fingerprint="",bucket_revision="",fingerprint="`+w.Stats().Schema.Fingerprint+`",revision="0",`) + " 1",
 		"kvwatch_stream_went_back_total" + l("") + " 0",
 		"kvwatch_synced" + l("") + " 1",
 		"kvwatch_unknown_keys_total" + l("") + " 1",
@@ -288,8 +291,8 @@ func TestCollectorAddAndRemove(t *testing.T) {
 	if got := series(t, reg, "kvwatch_synced"); !slices.Equal(got, []string{synced[0], synced[2]}) {
 		t.Errorf("after Remove(routing) gathered\n%s", strings.Join(got, "\n"))
 	}
-	if n := testutil.CollectAndCount(c); n != 2*(3*5+10) {
-		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 10 per watcher)", n, 2*(3*5+10))
+	if n := testutil.CollectAndCount(c); n != 2*(3*5+12) {
+		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 12 per watcher)", n, 2*(3*5+12))
 	}
 	if err := c.Add(firewall.Watcher, "routing"); !errors.Is(err, kvwatchprom.ErrDuplicate) {
 		t.Errorf("Add of firewall as routing, while added as firewall = %v, want ErrDuplicate", err)

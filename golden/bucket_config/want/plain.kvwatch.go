@@ -61,6 +61,7 @@ var kvwPlainThingKind = kvwatchimpl.Kind[ThingKey, string]{
 var kvwPlainSpec = kvwatchimpl.BucketSpec{
 	Bucket: "plain",
 	Scopes: []kvwatchimpl.ScopeSpec{},
+	Schema: kvwatchimpl.SchemaID{Fingerprint: "6573b1d0cfe2b3bc"},
 }
 
 // PlainScopes selects what a PlainWatcher watches: every entry under any of
@@ -99,9 +100,9 @@ type PlainHandlers struct {
 	// OnError receives what the watch skipped and went on after: a value
 	// that does not decode or a key that does not parse
 	// (*kvwatch.DataError), a key in scope that matches no template
-	// (*kvwatch.UnknownKeyError), a handler panic
-	// (*kvwatch.HandlerError); and the error that ended the watch, if it
-	// ends on its own.
+	// (*kvwatch.UnknownKeyError, once per key: see its doc), a handler
+	// panic (*kvwatch.HandlerError); and the error that ended the watch,
+	// if it ends on its own.
 	OnError func(error)
 }
 
@@ -399,12 +400,19 @@ func (t *PlainBatch) Commit(ctx context.Context) (uint64, error) {
 // false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
-// the schema does not govern (compression, placement, metadata) stay. A
+// the schema does not govern (compression, placement, other metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
 // kvclient.AllowDataLoss(), and a change of storage always is: a refusal
 // changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
+//
+// It records which schema configured the bucket (its revision and the
+// bucket's fingerprint, as the stream metadata kvwatchgen.schema.revision and
+// kvwatchgen.schema.fingerprint), where watchers read it
+// (kvwatch.Stats.Schema) and log when their code is older. The record is
+// written as given, an older revision too: call this when deploying a schema,
+// not at the start of every node.
 func CreateOrUpdatePlainBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*PlainBucket, error) {
 	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwPlainSpec, opts...)
 	if err != nil {

@@ -297,6 +297,7 @@ var kvwBlobsRawKind = kvwatchimpl.Kind[RawKey, json.RawMessage]{
 var kvwBlobsSpec = kvwatchimpl.BucketSpec{
 	Bucket: "blobs",
 	Scopes: []kvwatchimpl.ScopeSpec{},
+	Schema: kvwatchimpl.SchemaID{Fingerprint: "891fb7ebe675cd46"},
 }
 
 // BlobsScopes selects what a BlobsWatcher watches: every entry under any of
@@ -345,9 +346,9 @@ type BlobsHandlers struct {
 	// OnError receives what the watch skipped and went on after: a value
 	// that does not decode or a key that does not parse
 	// (*kvwatch.DataError), a key in scope that matches no template
-	// (*kvwatch.UnknownKeyError), a handler panic
-	// (*kvwatch.HandlerError); and the error that ended the watch, if it
-	// ends on its own.
+	// (*kvwatch.UnknownKeyError, once per key: see its doc), a handler
+	// panic (*kvwatch.HandlerError); and the error that ended the watch,
+	// if it ends on its own.
 	OnError func(error)
 }
 
@@ -1227,12 +1228,19 @@ func (t *BlobsBatch) Commit(ctx context.Context) (uint64, error) {
 // false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
-// the schema does not govern (compression, placement, metadata) stay. A
+// the schema does not govern (compression, placement, other metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
 // kvclient.AllowDataLoss(), and a change of storage always is: a refusal
 // changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
+//
+// It records which schema configured the bucket (its revision and the
+// bucket's fingerprint, as the stream metadata kvwatchgen.schema.revision and
+// kvwatchgen.schema.fingerprint), where watchers read it
+// (kvwatch.Stats.Schema) and log when their code is older. The record is
+// written as given, an older revision too: call this when deploying a schema,
+// not at the start of every node.
 func CreateOrUpdateBlobsBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*BlobsBucket, error) {
 	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwBlobsSpec, opts...)
 	if err != nil {

@@ -4,13 +4,13 @@ package idx
 
 import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 
-// This code needs version 5 of the generated-code API of the kvwatch runtime.
+// This code needs version 6 of the generated-code API of the kvwatch runtime.
 // If the build fails on the next lines, the kvwatchgen that generated this
 // package and the github.com/kvwatchgen/kvwatchgen module in go.mod differ;
 // the type in the error names the fix.
 const (
-	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(5 - kvwatchimpl.MinVersion)
-	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 5)
+	_ = kvwatchimpl.GeneratedCodeTooOld_Regenerate(6 - kvwatchimpl.MinVersion)
+	_ = kvwatchimpl.RuntimeTooOld_UpgradeModule(kvwatchimpl.MaxVersion - 6)
 )
 
 // Host is a value type of the schema.

@@ -120,6 +120,7 @@ var kvwTreesForestKind = kvwatchimpl.Kind[ForestKey, map[string][]map[string]Tre
 var kvwTreesSpec = kvwatchimpl.BucketSpec{
 	Bucket: "trees",
 	Scopes: []kvwatchimpl.ScopeSpec{},
+	Schema: kvwatchimpl.SchemaID{Fingerprint: "37844ecf8e2754b3"},
 }
 
 // TreesScopes selects what a TreesWatcher watches: every entry under any of
@@ -160,9 +161,9 @@ type TreesHandlers struct {
 	// OnError receives what the watch skipped and went on after: a value
 	// that does not decode or a key that does not parse
 	// (*kvwatch.DataError), a key in scope that matches no template
-	// (*kvwatch.UnknownKeyError), a handler panic
-	// (*kvwatch.HandlerError); and the error that ended the watch, if it
-	// ends on its own.
+	// (*kvwatch.UnknownKeyError, once per key: see its doc), a handler
+	// panic (*kvwatch.HandlerError); and the error that ended the watch,
+	// if it ends on its own.
 	OnError func(error)
 }
 
@@ -576,12 +577,19 @@ func (t *TreesBatch) Commit(ctx context.Context) (uint64, error) {
 // false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
-// the schema does not govern (compression, placement, metadata) stay. A
+// the schema does not govern (compression, placement, other metadata) stay. A
 // change that makes the server drop entries or revisions (lowering history,
 // setting or lowering the ttl) is refused unless opts include
 // kvclient.AllowDataLoss(), and a change of storage always is: a refusal
 // changes nothing, and its *kvclient.BucketConfigError lists every setting
 // that differs. It deletes neither the bucket nor an entry.
+//
+// It records which schema configured the bucket (its revision and the
+// bucket's fingerprint, as the stream metadata kvwatchgen.schema.revision and
+// kvwatchgen.schema.fingerprint), where watchers read it
+// (kvwatch.Stats.Schema) and log when their code is older. The record is
+// written as given, an older revision too: call this when deploying a schema,
+// not at the start of every node.
 func CreateOrUpdateTreesBucket(ctx context.Context, js jetstream.JetStream, opts ...kvclient.BucketOption) (*TreesBucket, error) {
 	kv, err := kvwatchimpl.CreateOrUpdateBucket(ctx, js, &kvwTreesSpec, opts...)
 	if err != nil {
