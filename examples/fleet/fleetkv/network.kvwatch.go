@@ -194,7 +194,10 @@ var kvwNetworkSpec = kvwatchimpl.BucketSpec{
 		AtomicBatches: true,
 		Description:   "The VPC network state of the fleet.",
 	},
-	Schema: kvwatchimpl.SchemaID{Fingerprint: "f1338d4f5e559fbc"},
+	Schema: kvwatchimpl.SchemaID{
+		Revision:    1,
+		Fingerprint: "f1338d4f5e559fbc",
+	},
 }
 
 // NetworkScopes selects what a NetworkWatcher watches: every entry under any
