@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,10 +37,10 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := s.Buckets[0].Fingerprint()
+	fp, rev := s.Buckets[0].Fingerprint(), strconv.Itoa(s.Revision)
 	for _, want := range []string{
 		"bucket network (stream KV_network)\n",
-		"  schema: none recorded (this schema: revision 0, fingerprint " + fp + ")\n",
+		"  schema: none recorded (this schema: revision " + rev + ", fingerprint " + fp + ")\n",
 		"  entries: 1105 as of revision 1107\n",
 		"  consumers: 1 of 1000 (the server's default on nats-server 2.15+), 999 left\n",
 		"  mirror: none",
@@ -66,7 +67,7 @@ func TestDescribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := st.CachedInfo().Config
-	cfg.Metadata = map[string]string{metaRevision: "0", metaFingerprint: fp}
+	cfg.Metadata = map[string]string{metaRevision: rev, metaFingerprint: fp}
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}

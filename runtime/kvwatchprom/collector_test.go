@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,7 +198,7 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 		"kvwatch_received_entries_total" + l("") + " 9",
 		// The bucket records no schema (kvwatchtest.Bucket made it).
 		"kvwatch_schema_behind" + l("") + " 0",
-		"kvwatch_schema_info" + l(`bucket_fingerprint="",bucket_revision="",fingerprint="`+w.Stats().Schema.Fingerprint+`",revision="0",`) + " 1",
+		"kvwatch_schema_info" + l(`bucket_fingerprint="",bucket_revision="",fingerprint="`+w.Stats().Schema.Fingerprint+`",revision="`+strconv.Itoa(w.Stats().Schema.Revision)+`",`) + " 1",
 		"kvwatch_stream_went_back_total" + l("") + " 0",
 		"kvwatch_synced" + l("") + " 1",
 		"kvwatch_unknown_keys_total" + l("") + " 1",

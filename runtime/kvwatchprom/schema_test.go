@@ -3,6 +3,7 @@ package kvwatchprom_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestCollectorReportsWhichSchema(t *testing.T) {
 	if err := c.Add(w.Watcher, "routing"); err != nil {
 		t.Fatal(err)
 	}
-	fp := w.Stats().Schema.Fingerprint
+	fp, rev := w.Stats().Schema.Fingerprint, strconv.Itoa(w.Stats().Schema.Revision)
 	if len(fp) != 16 {
 		t.Fatalf("Stats().Schema.Fingerprint = %q, want the 16 hex digits of the generated code", fp)
 	}
@@ -43,11 +44,11 @@ func TestCollectorReportsWhichSchema(t *testing.T) {
 		return []string{
 			`kvwatch_schema_behind{` + l + `} ` + behind,
 			`kvwatch_schema_info{bucket="network",bucket_fingerprint="` + bucketFingerprint + `",bucket_revision="` + bucketRevision +
-				`",fingerprint="` + fp + `",revision="0",watcher="routing"} 1`,
+				`",fingerprint="` + fp + `",revision="` + rev + `",watcher="routing"} 1`,
 		}
 	}
-	if got := series(t, reg, "kvwatch_schema_"); !slices.Equal(got, want("0", fp, "0")) {
-		t.Errorf("gathered\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want("0", fp, "0"), "\n"))
+	if got := series(t, reg, "kvwatch_schema_"); !slices.Equal(got, want(rev, fp, "0")) {
+		t.Errorf("gathered\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want(rev, fp, "0"), "\n"))
 	}
 
 	s, err := js.Stream(ctx, "KV_network")
@@ -55,7 +56,7 @@ func TestCollectorReportsWhichSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := s.CachedInfo().Config
-	cfg.Metadata["kvwatchgen.schema.revision"] = "1"
+	cfg.Metadata["kvwatchgen.schema.revision"] = strconv.Itoa(w.Stats().Schema.Revision + 1)
 	cfg.Metadata["kvwatchgen.schema.fingerprint"] = "0123456789abcdef"
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestCollectorReportsWhichSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	kvwatchtest.Eventually(t, 10*time.Second, "the newer schema learned", func() bool { return w.Stats().Schema.Behind })
-	if got := series(t, reg, "kvwatch_schema_"); !slices.Equal(got, want("1", "0123456789abcdef", "1")) {
-		t.Errorf("gathered\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want("1", "0123456789abcdef", "1"), "\n"))
+	if got := series(t, reg, "kvwatch_schema_"); !slices.Equal(got, want(strconv.Itoa(w.Stats().Schema.Revision+1), "0123456789abcdef", "1")) {
+		t.Errorf("gathered\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want(strconv.Itoa(w.Stats().Schema.Revision+1), "0123456789abcdef", "1"), "\n"))
 	}
 }
