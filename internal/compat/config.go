@@ -3,7 +3,6 @@ package compat
 import (
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/duration"
 	"github.com/kvwatchgen/kvwatchgen/schema"
@@ -46,10 +45,10 @@ func (c *comparison) config(ob, nb *schema.Bucket) {
 	}
 	switch {
 	case n.TTL > 0 && (o.TTL == 0 || n.TTL < o.TTL):
-		add("ttl", durationOrNone(o.TTL), durationOrNone(n.TTL), Breaking,
+		add("ttl", duration.OrNone(o.TTL), duration.OrNone(n.TTL), Breaking,
 			"CreateOrUpdate refuses it without kvclient.AllowDataLoss: entries older than it expire at once")
 	default:
-		add("ttl", durationOrNone(o.TTL), durationOrNone(n.TTL), Safe, "entries are kept longer")
+		add("ttl", duration.OrNone(o.TTL), duration.OrNone(n.TTL), Safe, "entries are kept longer")
 	}
 	switch {
 	case n.MaxValueSize > 0 && (o.MaxValueSize == 0 || n.MaxValueSize < o.MaxValueSize):
@@ -77,10 +76,10 @@ func (c *comparison) config(ob, nb *schema.Bucket) {
 	}
 	switch {
 	case n.LimitMarkerTTL == 0:
-		add("limit_marker_ttl", durationOrNone(o.LimitMarkerTTL), "none", Notice,
+		add("limit_marker_ttl", duration.OrNone(o.LimitMarkerTTL), "none", Notice,
 			"no more limit markers; the stream keeps per-message TTLs on (the server cannot turn them off)")
 	default:
-		add("limit_marker_ttl", durationOrNone(o.LimitMarkerTTL), durationOrNone(n.LimitMarkerTTL), Safe, "needs nats-server 2.11")
+		add("limit_marker_ttl", duration.OrNone(o.LimitMarkerTTL), duration.OrNone(n.LimitMarkerTTL), Safe, "needs nats-server 2.11")
 	}
 	switch {
 	case !n.AtomicBatches:
@@ -133,13 +132,6 @@ func effective(c *schema.BucketConfig) schema.BucketConfig {
 // which CreateOrUpdate writes when a schema declares none (the runtime's
 // test of this package checks they agree).
 const defaultMaxConsumers = 1000
-
-func durationOrNone(d time.Duration) string {
-	if d == 0 {
-		return "none"
-	}
-	return duration.Format(d)
-}
 
 func sizeOrUnlimited(n int64) string {
 	if n <= 0 {

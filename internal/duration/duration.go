@@ -21,3 +21,13 @@ func Format(d time.Duration) string {
 	}
 	return s
 }
+
+// OrNone writes d as Format does, and a duration that is not set (0 or
+// less) as "none": a bucket's ttl or limit-marker ttl, as the runtime's
+// BucketChange, kvwatchgen -compat and describe show it.
+func OrNone(d time.Duration) string {
+	if d <= 0 {
+		return "none"
+	}
+	return Format(d)
+}

@@ -24,3 +24,11 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestOrNone(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "none", -time.Second: "none", 24 * time.Hour: "24h", 90 * time.Second: "1m30s"} {
+		if got := OrNone(d); got != want {
+			t.Errorf("OrNone(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

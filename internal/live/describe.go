@@ -184,13 +184,13 @@ func settings(cfg *jetstream.StreamConfig, c *schema.BucketConfig) []setting {
 	}
 	return []setting{
 		{"history", strconv.FormatInt(cfg.MaxMsgsPerSubject, 10), strconv.Itoa(max(c.History, 1))},
-		{"ttl", durationOrNone(cfg.MaxAge), durationOrNone(c.TTL)},
+		{"ttl", duration.OrNone(cfg.MaxAge), duration.OrNone(c.TTL)},
 		{"max_value_size", sizeOrUnlimited(int64(cfg.MaxMsgSize)), sizeOrUnlimited(int64(c.MaxValueSize))},
 		{"max_bytes", sizeOrUnlimited(cfg.MaxBytes), sizeOrUnlimited(c.MaxBytes)},
 		{"storage", storage, string(cmpOrStorage(c.Storage))},
 		{"replicas", strconv.Itoa(max(cfg.Replicas, 1)), strconv.Itoa(max(c.Replicas, 1))},
 		{"max_consumers", consumersLimit(cfg.MaxConsumers), consumersLimit(orDefault(c.MaxConsumers, kvwatchimpl.DefaultMaxConsumers))},
-		{"limit_marker_ttl", durationOrNone(cfg.SubjectDeleteMarkerTTL), durationOrNone(c.LimitMarkerTTL)},
+		{"limit_marker_ttl", duration.OrNone(cfg.SubjectDeleteMarkerTTL), duration.OrNone(c.LimitMarkerTTL)},
 		{"atomic_batches", strconv.FormatBool(cfg.AllowAtomicPublish), strconv.FormatBool(c.AtomicBatches)},
 		{"description", strconv.Quote(cfg.Description), strconv.Quote(c.Description)},
 	}
@@ -222,11 +222,4 @@ func sizeOrUnlimited(n int64) string {
 		return "unlimited"
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-func durationOrNone(d time.Duration) string {
-	if d <= 0 {
-		return "none"
-	}
-	return duration.Format(d)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -229,7 +228,7 @@ var bucketSettings = []bucketSetting{
 			}
 			return ""
 		}},
-	{name: "ttl", value: func(c *jetstream.StreamConfig) string { return durationOrNone(c.MaxAge) },
+	{name: "ttl", value: func(c *jetstream.StreamConfig) string { return duration.OrNone(c.MaxAge) },
 		loss: func(o, n *jetstream.StreamConfig) string {
 			if n.MaxAge > 0 && (o.MaxAge == 0 || n.MaxAge < o.MaxAge) {
 				return "entries older than it expire at once"
@@ -254,7 +253,7 @@ var bucketSettings = []bucketSetting{
 		}
 		return strconv.Itoa(c.MaxConsumers)
 	}},
-	{name: "limit_marker_ttl", value: func(c *jetstream.StreamConfig) string { return durationOrNone(c.SubjectDeleteMarkerTTL) }},
+	{name: "limit_marker_ttl", value: func(c *jetstream.StreamConfig) string { return duration.OrNone(c.SubjectDeleteMarkerTTL) }},
 	{name: "atomic_batches", value: func(c *jetstream.StreamConfig) string { return strconv.FormatBool(c.AllowAtomicPublish) }},
 	{name: "description", value: func(c *jetstream.StreamConfig) string { return strconv.Quote(c.Description) }},
 }
@@ -304,13 +303,4 @@ func sizeOrUnlimited(n int64) string {
 		return "unlimited"
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// durationOrNone writes d as the schema would ("24h", "1h30m", "90s"), and
-// 0 as "none".
-func durationOrNone(d time.Duration) string {
-	if d == 0 {
-		return "none"
-	}
-	return duration.Format(d)
 }

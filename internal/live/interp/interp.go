@@ -124,7 +124,7 @@ func (k *Kind) Unknown() []string {
 		return k.value.unknown
 	}
 	if k.Coverage() == Unchecked {
-		return []string{TypeString(k.Schema.Value)}
+		return []string{k.Schema.Value.String()}
 	}
 	return nil
 }

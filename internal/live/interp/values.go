@@ -214,7 +214,7 @@ func unrollLevels(ref *schema.TypeRef) int {
 func (t *jsonType) goType(r *schema.TypeRef) (rt reflect.Type, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("cannot build a Go type for %s: %v", TypeString(r), p)
+			err = fmt.Errorf("cannot build a Go type for %s: %v", r.String(), p)
 		}
 	}()
 	t.mu.Lock()
@@ -279,20 +279,4 @@ func (t *jsonType) decode(data []byte) (any, error) {
 		return nil, err
 	}
 	return p.Elem().Interface(), nil
-}
-
-// TypeString writes a type as the schema does: "[]Route", "map[string]int",
-// "net/netip.Addr".
-func TypeString(t *schema.TypeRef) string {
-	switch t.Kind {
-	case schema.TypeBuiltin:
-		return t.Builtin
-	case schema.TypeSlice:
-		return "[]" + TypeString(t.Elem)
-	case schema.TypeMap:
-		return "map[string]" + TypeString(t.Elem)
-	case schema.TypeNamed:
-		return t.Named.Name
-	}
-	return t.ImportPath + "." + t.Name
 }
