@@ -241,13 +241,16 @@ func (rw *robustWatcher) startLoop(l *life, w *kvwatchimpl.Watcher, plan regPlan
 	}()
 }
 
-// endLoop ends a loop (its context) and waits for it.
+// endLoop ends a loop (its context) and waits for it: for the call its
+// body may be in (each bounded by callWithin, and checked to return by
+// then: a WaitRevision on an edge whose mirror is cut off waits that long),
+// and 10 s more for the loop to see its context ended.
 func (rw *robustWatcher) endLoop(g *rreg) {
 	g.cancel()
 	select {
 	case <-g.done:
-	case <-time.After(10 * time.Second):
-		rw.run.violation("watcher %d: loop %d over Events still running 10 s after its context ended", rw.id, g.id)
+	case <-time.After(callWithin + 10*time.Second):
+		rw.run.violation("watcher %d: loop %d over Events still running %s after its context ended", rw.id, g.id, callWithin+10*time.Second)
 	}
 }
 
