@@ -70,6 +70,12 @@ type catchUpPlan struct {
 	// older than live events already delivered, when the added scopes were
 	// read from a replica behind the watcher).
 	added *subjects.Matcher
+	// readFilter, when set, is the one filter the consumer delivers the
+	// state on while the catch-up is pending: the subject covering the
+	// watcher's filters (readpath.go); the tail drops the entries out of
+	// scope, and once the catch-up is done replaces the consumer by one
+	// on the watcher's filters.
+	readFilter string
 	// path names how the state was read, for Stats.
 	path string
 	// done runs on the event goroutine once the catch-up is sealed: the
@@ -111,7 +117,7 @@ func (c *catchUpPlan) reached() bool { return !c.lastPerSubject && c.from >= c.t
 // finish ends the catch-up: the plan becomes the live tail, and done runs.
 func (c *catchUpPlan) finish() {
 	done := c.done
-	c.pending, c.skip, c.initial, c.added, c.done = false, nil, false, nil, nil
+	c.pending, c.skip, c.initial, c.added, c.readFilter, c.done = false, nil, false, nil, "", nil
 	if done != nil {
 		done()
 	}

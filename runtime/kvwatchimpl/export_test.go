@@ -89,3 +89,9 @@ func WithReplicaBehind(behind func(seq uint64) bool) kvwatch.Option {
 // apply to its caches (an entry, or an atomic batch whole), outside the
 // state lock: what a cache reader can see between two applies.
 func WithApplyHook(f func()) kvwatch.Option { return func(c *config.Watch) { c.OnApplied = f } }
+
+// WithChooseEveryRead makes every initial read choose between direct get
+// and the consumer by the share of the bucket its scopes hold, also when
+// the state fits one answer (otherwise read by direct get at once): the
+// robustness test's buckets are small.
+func WithChooseEveryRead() kvwatch.Option { return func(c *config.Watch) { c.ChooseEveryRead = true } }

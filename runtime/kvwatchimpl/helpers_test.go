@@ -283,3 +283,20 @@ func routeOpLog() (*kvwatchimpl.Binding[routeKey, route], func() []string) {
 		return slices.Clone(log)
 	}
 }
+
+// ballast writes n keys outside every scope of the network bucket, so that
+// the scopes of a test hold a small share of it and a large state is read
+// by direct get, not by the consumer (readpath.go).
+func ballast(t *testing.T, js jetstream.JetStream, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := js.PublishAsync(fmt.Sprintf("$KV.network.ballast.k%d", i), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("writing %d keys of ballast: not done within 30 s", n)
+	}
+}

@@ -21,41 +21,70 @@ import (
 // while a writer races the initial read: it creates, overwrites (often the
 // newest keys), deletes and purges keys, one at a time or in bursts. Every
 // key must be there at its revision, with its value, and no other. With
-// 500 keys the read is one request, answered in isolation from writes;
-// with 3,000 (one scope: listed, read in chunks) it is several, completed
-// by the seal of the catch-up (seal.go). Before that, the tail caught up
-// instead and the 3,000-key case failed about one run in two (a key
-// written during the read and overwritten during the catch-up was missing
-// at OnSynced). Without direct get the consumer delivers the state, and
-// the stream's message API seals it.
+// 500 keys the read is one request, answered in isolation from writes.
+// With 3,000 in a bucket of 9,000 (one scope: listed, read in chunks) it
+// is several, completed by the seal of the catch-up (seal.go). Before
+// that, the tail caught up instead and the 3,000-key case failed about one
+// run in two (a key written during the read and overwritten during the
+// catch-up was missing at OnSynced). With 3,000 keys that are most of the
+// bucket, or most of it overwritten once (interior deletes), the consumer
+// delivers the state itself on the subject covering the scope
+// (readpath.go), sealed as well; those of another scope under that
+// subject (the bucket's other keys) are dropped. Without direct get the
+// consumer delivers the state too, and the stream's message API seals it.
 func TestSyncedExactUnderMixedWrites(t *testing.T) {
 	for _, c := range []struct {
-		name        string
-		keys        int
-		bursts      bool
-		noDirectGet bool
+		name   string
+		keys   int
+		others int // keys of vpc b, out of scope
+		bursts bool
+		// churned overwrites the keys once before the read; noDirectGet
+		// turns direct get off.
+		churned, noDirectGet bool
+		path                 string // Stats().InitialState
 	}{
-		{"one request, one write at a time", 500, false, false},
-		{"one request, bursts", 500, true, false},
-		{"several requests, one write at a time", 3000, false, false},
-		{"several requests, bursts", 3000, true, false},
-		{"no direct get, one write at a time", 500, false, true},
+		{name: "one request, one write at a time", keys: 500, path: "direct-get"},
+		{name: "one request, bursts", keys: 500, bursts: true, path: "direct-get"},
+		{name: "several requests, one write at a time", keys: 3000, others: 6000, path: "direct-get-listing"},
+		{name: "several requests, bursts", keys: 3000, others: 6000, bursts: true, path: "direct-get-listing"},
+		{name: "by the consumer, one write at a time", keys: 3000, others: 300, path: "consumer"},
+		{name: "by the consumer, bursts", keys: 3000, others: 300, bursts: true, path: "consumer"},
+		{name: "by the consumer, churned, bursts", keys: 3000, others: 300, bursts: true, churned: true, path: "consumer"},
+		{name: "no direct get, one write at a time", keys: 500, noDirectGet: true, path: "consumer"},
 	} {
-		t.Run(c.name, func(t *testing.T) { syncedExactUnderMixedWrites(t, c.keys, c.bursts, c.noDirectGet) })
+		t.Run(c.name, func(t *testing.T) {
+			syncedExactUnderMixedWrites(t, c.keys, c.others, c.bursts, c.churned, c.noDirectGet, c.path)
+		})
 	}
 }
 
-func syncedExactUnderMixedWrites(t *testing.T, n int, bursts, noDirectGet bool) {
+func syncedExactUnderMixedWrites(t *testing.T, n, others int, bursts, churned, noDirectGet bool, path string) {
 	js, _ := setup(t)
 	if noDirectGet {
 		disableDirectGet(t, js)
 	}
+	// The keys of vpc b come first and last: the consumer's read of the
+	// subject covering vpc a passes over them before and after.
+	var outside []write
+	for i := range others {
+		outside = append(outside, write{key: fmt.Sprintf("vpc.b.route.r%d", i), op: "PUT", value: fmt.Sprintf(`{"cidr":"o%d"}`, i)})
+	}
+	publishAll(t, js, outside[:others/2])
 	log := &writeLog{}
 	keys := make([]string, n)
+	var initial []write
 	for i := range keys {
 		keys[i] = fmt.Sprintf("vpc.a.route.r%d", i)
-		log.publish(t, js, write{key: keys[i], op: "PUT", value: fmt.Sprintf(`{"cidr":"i%d"}`, i)})
+		initial = append(initial, write{key: keys[i], op: "PUT", value: fmt.Sprintf(`{"cidr":"i%d"}`, i)})
 	}
+	log.publishAll(t, js, initial)
+	if churned {
+		for i := range initial {
+			initial[i].value = fmt.Sprintf(`{"cidr":"c%d"}`, i)
+		}
+		log.publishAll(t, js, initial)
+	}
+	publishAll(t, js, outside[others/2:])
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() {
@@ -101,6 +130,9 @@ func syncedExactUnderMixedWrites(t *testing.T, n int, bursts, noDirectGet bool) 
 		t.Fatalf("Checkpoint in OnSynced: %v", atSyncErr)
 	}
 	checkStateAt(t, atSync, log)
+	if got := w.Stats().InitialState; got != path {
+		t.Errorf("InitialState = %q, want %q", got, path)
+	}
 }
 
 // mixedWrites writes 60 rounds of 50 operations on the route keys of vpc
@@ -158,6 +190,18 @@ func (l *writeLog) publish(t *testing.T, js jetstream.JetStream, w write) {
 	}
 	w.rev = ack.Sequence
 	l.record(w)
+}
+
+// publishAll writes ws in bursts of up to 500, recording each.
+func (l *writeLog) publishAll(t *testing.T, js jetstream.JetStream, ws []write) {
+	for chunk := range slices.Chunk(ws, 500) {
+		l.publishAsync(t, js, slices.Clone(chunk))
+	}
+}
+
+// publishAll writes ws, unrecorded.
+func publishAll(t *testing.T, js jetstream.JetStream, ws []write) {
+	(&writeLog{}).publishAll(t, js, ws)
 }
 
 func (l *writeLog) publishAsync(t *testing.T, js jetstream.JetStream, ws []write) {

@@ -250,7 +250,7 @@ func (w *Watcher) rescopePlan(reqs []*rescopeRequest, sw *scopeSwitch) (*catchUp
 	// Read the added scopes as they are now (one atomic request where they
 	// fit: a read pinned at an older revision makes the server scan for
 	// the keys written since).
-	res, err := w.readState(w.ctx, stream, added, last)
+	res, err := w.readState(w.ctx, stream, added, last, nil)
 	switch {
 	case errors.Is(err, directget.ErrNoDirectGet):
 		w.noDirectGet()

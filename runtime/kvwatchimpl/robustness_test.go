@@ -90,6 +90,8 @@ type robustReport struct {
 	calls callsMade
 	// wentBack counts the watchers' reports that the store went back.
 	wentBack int
+	// statePaths counts the lives by how their initial state was read.
+	statePaths map[string]int
 }
 
 func (a *robustReport) add(b robustReport) {
@@ -111,6 +113,12 @@ func (a *robustReport) add(b robustReport) {
 	a.regDetail.add(b.regDetail)
 	a.calls.add(b.calls)
 	a.wentBack += b.wentBack
+	if a.statePaths == nil {
+		a.statePaths = map[string]int{}
+	}
+	for k, v := range b.statePaths {
+		a.statePaths[k] += v
+	}
 	if a.faultsByName == nil {
 		a.faultsByName = map[string]int{}
 	}
@@ -124,12 +132,17 @@ func (r robustReport) String() string {
 	for _, k := range slices.Sorted(maps.Keys(r.faultsByName)) {
 		faults = append(faults, fmt.Sprintf("%s %d", k, r.faultsByName[k]))
 	}
+	var paths []string
+	for _, k := range slices.Sorted(maps.Keys(r.statePaths)) {
+		paths = append(paths, fmt.Sprintf("%s %d", k, r.statePaths[k]))
+	}
 	return fmt.Sprintf("%d runs, %d writes (%d atomic batches; %d batch outcomes looked up, %d found stored; %d batch attempts sent again), "+
 		"%d watcher operations, %d faults (%s), %d reports of the store gone back, %d events and %d sync points checked, "+
+		"initial states read by %s, "+
 		"%d registrations by AddHandlers (%d removed) and %d Events loops, %d of their events checked, %d violations",
 		r.runs, r.writes, r.batches, r.batchesLookedUp, r.batchesFound, r.batchesResent,
 		r.ops, r.faults, strings.Join(faults, ", "), r.wentBack, r.events, r.syncPoints,
-		r.regs, r.regsRemoved, r.loops, r.regEvents, r.violations)
+		strings.Join(paths, ", "), r.regs, r.regsRemoved, r.loops, r.regEvents, r.violations)
 }
 
 // robustRun is the state of one run.
@@ -214,7 +227,7 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 	defer endCalls()
 	r := &robustRun{t: t, hist: &history{}, observers: env.observers(), callsCtx: callsCtx}
 	r.healthy.Store(true)
-	report := robustReport{runs: 1, faultsByName: map[string]int{}}
+	report := robustReport{runs: 1, faultsByName: map[string]int{}, statePaths: map[string]int{}}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
@@ -295,6 +308,13 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 		report.calls.add(rw.made)
 		rw.mu.Unlock()
 		report.wentBack += int(rw.wentBack.Load())
+		for _, l := range rw.lives {
+			l.mu.Lock()
+			if l.statePath != "" {
+				report.statePaths[l.statePath]++
+			}
+			l.mu.Unlock()
+		}
 		type part struct{ l, whole *life }
 		var parts []part
 		for _, whole := range rw.lives {

@@ -67,6 +67,9 @@ type life struct {
 	resumed      *kvwatchimpl.Checkpoint
 	resumedEpoch int
 	resumePath   string
+	// statePath is how its initial state was read (Stats.InitialState),
+	// for the run's report: the test's traffic must reach every way.
+	statePath string
 	// startFilters are the filters it started with.
 	startFilters []string
 	mu           sync.Mutex
@@ -236,10 +239,13 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 				for self.Load() == nil { // Start has not returned yet
 					time.Sleep(time.Millisecond)
 				}
-				path := self.Load().Stats().Resume
+				st := self.Load().Stats()
 				l.mu.Lock()
 				if l.resumePath == "" {
-					l.resumePath = path
+					l.resumePath = st.Resume
+				}
+				if l.statePath == "" {
+					l.statePath = st.InitialState
 				}
 				l.syncs = append(l.syncs, cp)
 				l.events = append(l.events, revent{sync: true, rev: cp.Revision, filters: cp.Filters, epoch: epoch})
@@ -274,7 +280,10 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 				l.mu.Unlock()
 			}
 		}),
-		kvwatch.WithHeartbeat(time.Second), kvwatch.WithInactiveThreshold(5*time.Second), kvwatch.WithRequestTimeout(2*time.Second))
+		kvwatch.WithHeartbeat(time.Second), kvwatch.WithInactiveThreshold(5*time.Second), kvwatch.WithRequestTimeout(2*time.Second),
+		// Small buckets read by the consumer too, where the scopes hold
+		// most of them (readpath.go).
+		kvwatchimpl.WithChooseEveryRead())
 	w, err := kvwatchimpl.Start(context.Background(), rw.js, &network, scopes, []kvwatchimpl.AnyBinding{routes, configs}, opts...)
 	if err != nil {
 		return err
@@ -403,7 +412,11 @@ func randomScopes(rng *rand.Rand, n int) kvwatchimpl.Scopes {
 	if rng.IntN(25) == 0 {
 		return s
 	}
-	for _, i := range rng.Perm(n)[:1+rng.IntN(min(4, n))] {
+	count := 1 + rng.IntN(min(4, n))
+	if rng.IntN(5) == 0 {
+		count = n // every VPC: most of the bucket, read by the consumer
+	}
+	for _, i := range rng.Perm(n)[:count] {
 		s.Values = append(s.Values, kvwatchimpl.ScopeValue{Scope: 0, Params: []string{fmt.Sprintf("v%d", i)}})
 	}
 	if rng.IntN(4) == 0 {

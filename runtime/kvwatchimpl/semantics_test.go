@@ -357,38 +357,45 @@ func TestCheckpointUnderConcurrentWrites(t *testing.T) {
 	}
 }
 
-// Stats show progress during the initial read: while the handler holds
-// the first initial event, the watcher is not synced, and entries are
-// known to be pending on the server or queued for the handler.
+// Stats show progress during the initial read, by direct get and by the
+// consumer: while the handler holds the first initial event, the watcher
+// is not synced, and entries are known to be pending on the server or
+// queued for the handler.
 func TestStatsShowInitialProgress(t *testing.T) {
-	js, kv := setup(t)
-	writeKeys(t, kv, "a", 1200)
-	put(t, kv, "vpc.a.route.r600", route{CIDR: "again"}) // an interior delete: read by direct get
-	release := make(chan struct{})
-	// Release the handler on every way out, a failed wait included: the
-	// deferred Stop waits for it.
-	unblock := sync.OnceFunc(func() { close(release) })
-	first := true
-	routes := kvwatchimpl.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
-		if first {
-			first = false
-			<-release
-		}
-	})
-	w, err := kvwatchimpl.Start(context.Background(), js, &network, vpcs("a"), []kvwatchimpl.AnyBinding{routes, kvwatchimpl.Bind(&vpcKind, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer unblock()
-	kvwatchtest.Eventually(t, 10*time.Second, "pending or queued entries reported", func() bool {
-		s := w.Stats()
-		return !s.Synced && s.Pending+s.Queued > 0
-	})
-	unblock()
-	waitSynced(t, w)
-	if s := w.Stats(); s.Pending != 0 || s.Kinds["Route"].Cached != 1200 || s.InitialState != "direct-get-listing" {
-		t.Errorf("after sync: %+v", s)
+	for _, path := range []string{"direct-get-listing", "consumer"} {
+		t.Run(path, func(t *testing.T) {
+			js, kv := setup(t)
+			writeKeys(t, kv, "a", 1200)
+			if path != "consumer" {
+				ballast(t, js, 2400)
+			}
+			release := make(chan struct{})
+			// Release the handler on every way out, a failed wait included:
+			// the deferred Stop waits for it.
+			unblock := sync.OnceFunc(func() { close(release) })
+			first := true
+			routes := kvwatchimpl.Bind(&routeKind, func(ev kvwatch.Event[routeKey, route]) {
+				if first {
+					first = false
+					<-release
+				}
+			})
+			w, err := kvwatchimpl.Start(context.Background(), js, &network, vpcs("a"), []kvwatchimpl.AnyBinding{routes, kvwatchimpl.Bind(&vpcKind, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			defer unblock()
+			kvwatchtest.Eventually(t, 10*time.Second, "pending or queued entries reported", func() bool {
+				s := w.Stats()
+				return !s.Synced && s.Pending+s.Queued > 0
+			})
+			unblock()
+			waitSynced(t, w)
+			if s := w.Stats(); s.Pending != 0 || s.Kinds["Route"].Cached != 1200 || s.InitialState != path {
+				t.Errorf("after sync: %+v", s)
+			}
+		})
 	}
 }
 

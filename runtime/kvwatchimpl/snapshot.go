@@ -28,6 +28,9 @@ type readResult struct {
 	atomic bool
 	// path names the way the state was read, for Stats.
 	path string
+	// declined is set when the state was not read: the consumer is to
+	// deliver it (readpath.go).
+	declined bool
 }
 
 // Names of the ways the initial state is read (Stats.InitialState).
@@ -43,36 +46,38 @@ const (
 // state (see catchup.go):
 //
 //   - by batched direct get, without a consumer (readState), whenever the
-//     stream allows it: the tail starts after the oldest answer and skips
-//     what the read delivered; a read of one atomic answer has nothing to
-//     catch up. Once a bucket has been overwritten, a consumer's own
-//     initial delivery slows down by orders of magnitude. On a fresh
-//     bucket the consumer's delivery is cheaper for the server, but it is
-//     a catch-up over the whole state, sealed from wherever the watcher's
-//     scopes end: up to the whole bucket for a node watching a few
-//     tenants, on every node of a fleet at once (BENCHMARKS.md, Design
-//     decisions: "snapshot.go: direct get for the state"; the withdrawn
-//     consumer path: docs/design.md);
+//     stream allows it and the state fits one answer, or the watcher's
+//     scopes hold too small a share of the bucket's keys (readpath.go):
+//     the tail starts after the oldest answer and
+//     skips what the read delivered; a read of one atomic answer has
+//     nothing to catch up. Once a bucket has been overwritten, a
+//     multi-filter consumer's own initial delivery slows down by orders of
+//     magnitude (BENCHMARKS.md, Design decisions: "snapshot.go: direct get
+//     for the state");
 //   - otherwise by the consumer's own last-per-subject delivery, sealed
-//     once it has passed the stream's last sequence as it was before.
+//     once it has passed the stream's last sequence as it was before: on
+//     the covering subject when chosen (readpath.go), on the watcher's
+//     filters when the stream does not allow direct get.
 func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUpPlan, error) {
 	info := stream.CachedInfo()
 	w.learnSchema(info)
 	w.setStreamCreated(info.Created)
 	w.seenFrom = 0 // a read of the whole state sees every key's newest entry
 	last := info.State.LastSeq
-	byConsumer := &catchUpPlan{lastPerSubject: true, target: last, pending: true, path: pathConsumer}
 	w.learnDirectGet(info)
 	if !w.directGet {
-		return byConsumer, nil
+		return w.consumerPlan(last, false), nil
 	}
-	res, err := w.readState(ctx, stream, w.filters, last)
+	res, err := w.readState(ctx, stream, w.filters, last, &info.State)
 	if errors.Is(err, directget.ErrNoDirectGet) {
 		w.noDirectGet()
-		return byConsumer, nil
+		return w.consumerPlan(last, false), nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if res.declined {
+		return w.consumerPlan(last, true), nil
 	}
 	w.setRevision(res.oldest)
 	return &catchUpPlan{from: res.oldest, skip: res.marks.window(w, nil, 0), target: res.newest, exact: res.atomic, pending: true, path: res.path}, nil
@@ -107,8 +112,10 @@ func (w *Watcher) readableStream(ctx context.Context) (jetstream.Stream, error) 
 // stream's last sequence when the read began. Each answer is applied
 // whole, and only if the connection has not reconnected since the stream
 // was checked (answer): otherwise the read fails with errUnchecked,
-// applying none of it.
-func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64) (readResult, error) {
+// applying none of it. Given the stream's state (choose), the watcher's
+// state may be left to the consumer (readpath.go): the result is then
+// declined, and nothing was read.
+func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filters []string, before uint64, choose *jetstream.StreamState) (readResult, error) {
 	dg := directget.New(w.js, w.directStream, w.cfg.RequestTimeout)
 	if err := dg.Open(ctx); err != nil {
 		return readResult{}, err
@@ -127,6 +134,20 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 				slog.String("filter", filter), slog.Int("subjects", subjects))
 		},
 	}
+	if choose != nil {
+		c, err := w.chooseReader(dg, *choose, false)
+		switch {
+		case err != nil:
+			return readResult{}, err
+		case c.consumer:
+			return readResult{declined: true}, nil
+		case !c.told:
+			read.TooLarge = func() (bool, error) {
+				c, err := w.chooseReader(dg, *choose, true)
+				return !c.consumer, err
+			}
+		}
+	}
 	got, err := read.Read(ctx)
 	var listing *directget.ListingError
 	switch {
@@ -134,6 +155,8 @@ func (w *Watcher) readState(ctx context.Context, stream jetstream.Stream, filter
 		return readResult{}, fmt.Errorf("kvwatch: listing %s: %w", listing.Filter, w.streamErr(listing.Err))
 	case err != nil:
 		return readResult{}, err
+	case got.Declined:
+		return readResult{declined: true}, nil
 	case got.Atomic:
 		res.oldest, res.newest, res.atomic = got.UpTo, got.UpTo, true
 		return res, nil

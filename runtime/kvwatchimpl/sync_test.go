@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,12 +91,13 @@ func overwrite(t *testing.T, kv jetstream.KeyValue, keys []string) (stop func())
 	return func() { cancel(); wg.Wait() }
 }
 
-// More than 1,024 keys in scope take the listing path (one multi_last
-// answer holds at most 1,024 subjects); synced stays exact while a writer
-// overwrites keys under it.
+// More than 1,024 keys in scope, a small share of the bucket, take the
+// listing path (one multi_last answer holds at most 1,024 subjects);
+// synced stays exact while a writer overwrites keys under it.
 func TestSyncLargeScopeWhileOverwriting(t *testing.T) {
 	js, kv := setup(t)
 	keys := writeKeys(t, kv, "a", 1500)
+	ballast(t, js, 3000)
 	stop := overwrite(t, kv, keys)
 	r := newRecorder()
 	w := startNetwork(t, js, vpcs("a"), r)
@@ -129,6 +129,7 @@ func TestSeamOfAReadInSeveralRequests(t *testing.T) {
 		keys = append(keys, k...)
 		sample = append(sample, k[0])
 	}
+	ballast(t, js, 2*len(keys)) // a small share of the bucket: read by direct get
 	requests := directGetRequests(t, s)
 	stop1, stop2 := overwrite(t, kv, sample), overwrite(t, kv, sample)
 	stop := func() { stop1(); stop2() }
@@ -234,8 +235,9 @@ func TestSyncWithoutDirectGet(t *testing.T) {
 	r.waitFor(t, "a live event", func(ev []got, _ []error) bool { return len(ev) == len(keys)+1 })
 }
 
-// The initial state is read by direct get whenever the stream allows it
-// (fresh, overwritten, or keeping history), by the consumer otherwise.
+// A state that fits one answer is read by direct get whenever the stream
+// allows it (fresh, overwritten, or keeping history), by the consumer
+// otherwise.
 func TestInitialStatePathFollowsTheStream(t *testing.T) {
 	js, kv := setup(t)
 	keys := writeKeys(t, kv, "a", 30)
@@ -266,27 +268,36 @@ func TestInitialStatePathFollowsTheStream(t *testing.T) {
 }
 
 // A bucket never overwritten before the watcher starts, overwritten while
-// it reads the state: every key is still delivered before synced. (A
-// consumer delivering the state itself would lose overwritten keys' older
-// messages before reaching them, and bring the keys only after synced.)
+// it reads the state: every key is still delivered before synced, read by
+// direct get (a small share of the bucket) or by the consumer (most of
+// it). A consumer delivering the state itself loses overwritten keys'
+// older messages before reaching them: the catch-up's seal brings their
+// newer ones before synced (readpath.go).
 func TestSyncedExactOnAFreshBucketUnderWrites(t *testing.T) {
-	js, kv := setup(t)
-	keys := writeKeys(t, kv, "a", 2000)
-	r := newRecorder()
-	w := startNetwork(t, js, vpcs("a"), r)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ctx.Err() == nil; i++ {
-			kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"w"}`))
-		}
-	})
-	waitSynced(t, w)
-	cancel()
-	wg.Wait()
-	checkSyncedState(t, r, keys)
-	if got := w.Stats().InitialState; !strings.HasPrefix(got, "direct-get") {
-		t.Errorf("InitialState = %q, want a read by direct get", got)
+	for _, path := range []string{"direct-get-listing", "consumer"} {
+		t.Run(path, func(t *testing.T) {
+			js, kv := setup(t)
+			keys := writeKeys(t, kv, "a", 2000)
+			if path != "consumer" {
+				ballast(t, js, 4000)
+			}
+			r := newRecorder()
+			w := startNetwork(t, js, vpcs("a"), r)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for i := 0; ctx.Err() == nil; i++ {
+					kv.Put(ctx, keys[(i*7)%len(keys)], []byte(`{"cidr":"w"}`))
+				}
+			})
+			waitSynced(t, w)
+			cancel()
+			wg.Wait()
+			checkSyncedState(t, r, keys)
+			if got := w.Stats().InitialState; got != path {
+				t.Errorf("InitialState = %q, want %q", got, path)
+			}
+		})
 	}
 }
 

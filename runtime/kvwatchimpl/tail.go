@@ -45,6 +45,9 @@ func (w *Watcher) tail() error {
 			w.verifyStream = false
 		}
 		err := w.tailOnce(reconnected)
+		if errors.Is(err, errNarrowed) {
+			continue // the consumer on the watcher's filters, from where the wide one got to
+		}
 		var broken *errConsumerBroken
 		if !errors.As(err, &broken) {
 			if err != nil {
@@ -133,6 +136,9 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		if err := w.takeRescopes(r.stop); err != nil {
 			return err
 		}
+		if r.wide && r.plan.live() {
+			return errNarrowed
+		}
 		w.waitForRoom() // backpressure: the handlers' queues first (listener.go)
 		msg, err := r.next()
 		switch {
@@ -211,6 +217,12 @@ func (w *Watcher) sealAndFinish(why string) error {
 	plan.finish()
 	return nil
 }
+
+// errNarrowed ends a tail's run whose consumer delivered a state on the
+// subject covering the watcher's filters (catchUpPlan.readFilter) once
+// that catch-up is done: the tail goes on with a consumer on the
+// watcher's filters.
+var errNarrowed = errors.New("kvwatch: the state is read: the consumer goes on with the watcher's filters")
 
 // maxSealAttempts is how many seals a catch-up tries before it finishes
 // without one (see sealAndFinish).

@@ -42,6 +42,10 @@ type tailRun struct {
 	// holds is not applied: the next consumer starts after the watcher's
 	// revision, before them, and delivers the batch again, whole.
 	batch pendingBatch
+	// wide is set when the consumer delivers the subject covering the
+	// watcher's filters (catchUpPlan.readFilter): entries out of scope
+	// are dropped, and the run ends once the catch-up is done.
+	wide bool
 }
 
 // openRun creates the run's consumer, from the plan's revision, and its
@@ -50,7 +54,11 @@ type tailRun struct {
 func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 	plan := w.plan
 	at := func() consumerStart { return consumerStart{lastPerSubject: plan.lastPerSubject, after: plan.from} }
-	cons, err := w.consumer.start(w.ctx, w.filters, at, w.bridge)
+	filters, wide := w.filters, plan.pending && plan.readFilter != ""
+	if wide {
+		filters = []string{plan.readFilter}
+	}
+	cons, err := w.consumer.start(w.ctx, filters, at, w.bridge)
 	if err != nil {
 		if w.ctx.Err() != nil {
 			return nil, nil
@@ -78,7 +86,7 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 	if err != nil {
 		return nil, w.consumerErr(err)
 	}
-	r := &tailRun{w: w, plan: plan, it: it, stop: it.Stop,
+	r := &tailRun{w: w, plan: plan, it: it, stop: it.Stop, wide: wide,
 		resetWanted: make(chan struct{}, 1), endWatching: make(chan struct{})}
 	// SetScopes stops this iterator from now on, not an earlier one (the
 	// cached state of setTailStop is forgotten first).
@@ -170,6 +178,15 @@ func (r *tailRun) entry(msg jetstream.Msg) (e rawEntry, hdr nats.Header, ok bool
 	}
 	key, ok := w.keyOf(msg.Subject())
 	if !ok {
+		return rawEntry{}, nil, false, nil
+	}
+	if r.wide && !w.matchesScopes(key) {
+		// Passed over in order: the seal starts after it. Not while a
+		// batch is held: a reset starts before the batch, which comes
+		// again whole.
+		if !r.batch.held() {
+			r.plan.applied(rev)
+		}
 		return rawEntry{}, nil, false, nil
 	}
 	w.stats.received.Add(1)

@@ -32,6 +32,11 @@ type Watch struct {
 	// after seq answer "none" when it returns true: a replica of a
 	// replicated stream that has not stored seq yet.
 	ReplicaBehind func(seq uint64) bool
+	// ChooseEveryRead, for tests, makes every initial read choose between
+	// direct get and the consumer (which reads with the consumer only
+	// when the state is too large for one answer otherwise), so that small
+	// buckets take both ways.
+	ChooseEveryRead bool
 }
 
 // DefaultMaxFilters is the most subject filters a watcher gives one

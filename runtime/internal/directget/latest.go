@@ -54,6 +54,12 @@ type LatestRead struct {
 	// Listed, when set, is told of every filter listed and how many
 	// subjects it matched, before they are requested.
 	Listed func(filter string, subjects int)
+	// TooLarge, when set, is asked whether to go on when the first
+	// request is refused for matching more than MaxMultiLastSubjects
+	// keys, before anything else is sent: the caller may read such a
+	// state another way. When it says no, Read returns at once, having
+	// applied nothing, with LatestResult.Declined set.
+	TooLarge func() (goOn bool, err error)
 }
 
 // LatestResult is what a LatestRead learnt of the revisions its answers
@@ -73,6 +79,9 @@ type LatestResult struct {
 	// matched as of the LatestRead's UpTo. Nil for an atomic or pinned
 	// read.
 	Marks map[uint64][]string
+	// Declined is set when TooLarge said not to read the state: nothing
+	// was read.
+	Declined bool
 }
 
 // ListingError is a listing of the subjects of Filter that failed.
@@ -133,11 +142,19 @@ func (r *LatestRead) read(g answerer, list func(string) ([]string, error)) (Late
 		return LatestResult{Atomic: true, UpTo: end.UpTo}, nil
 	case errors.Is(err, ErrNoResults):
 		return LatestResult{Atomic: true, UpTo: r.UpTo}, nil
-	case errors.Is(err, ErrTooManyResults) && len(r.Filters) == 1:
-		if err := l.listing(r.Filters[0]); err != nil {
-			return LatestResult{}, err
-		}
 	case errors.Is(err, ErrTooManyResults):
+		if r.TooLarge != nil {
+			goOn, err := r.TooLarge()
+			if err != nil || !goOn {
+				return LatestResult{Declined: err == nil}, err
+			}
+		}
+		if len(r.Filters) == 1 {
+			if err := l.listing(r.Filters[0]); err != nil {
+				return LatestResult{}, err
+			}
+			break
+		}
 		// Not recorded as a refusal: the Plan starts from a probe.
 		l.plan.Request(r.Filters)
 	case err != nil:

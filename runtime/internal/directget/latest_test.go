@@ -59,6 +59,9 @@ func (s *stream) Receive(p *Pending, fn func(*nats.Msg)) (BatchEnd, error) {
 			s.last++
 		}
 	}()
+	if p.Req.NextBySubj != "" {
+		return s.next(p.Req, fn)
+	}
 	upTo := cmpOr(p.Req.UpToSeq, s.last)
 	var hits []hit
 	for subj, seqs := range s.seqs {
@@ -79,10 +82,37 @@ func (s *stream) Receive(p *Pending, fn func(*nats.Msg)) (BatchEnd, error) {
 	if s.perAnswer > 0 {
 		n = min(n, s.perAnswer)
 	}
+	if p.Req.Batch > 0 {
+		n = min(n, p.Req.Batch)
+	}
 	for _, h := range hits[:n] {
 		fn(&nats.Msg{Header: nats.Header{"Nats-Subject": {h.subject}, "Nats-Sequence": {strconv.FormatUint(h.seq, 10)}}})
 	}
 	return BatchEnd{UpTo: upTo, Pending: uint64(len(hits) - n), LastSeq: hits[n-1].seq, Received: n}, nil
+}
+
+// next answers a request for the messages from req.Seq on whose subjects
+// match req.NextBySubj (every message, in order), req.Batch of them.
+func (s *stream) next(req Request, fn func(*nats.Msg)) (BatchEnd, error) {
+	var hits []hit
+	for subj, seqs := range s.seqs {
+		if matches(req.NextBySubj, subj) {
+			for _, seq := range seqs {
+				if seq >= req.Seq {
+					hits = append(hits, hit{subj, seq})
+				}
+			}
+		}
+	}
+	if len(hits) == 0 {
+		return BatchEnd{}, ErrNoResults
+	}
+	slices.SortFunc(hits, func(a, b hit) int { return int(a.seq) - int(b.seq) })
+	n := min(len(hits), max(req.Batch, 1))
+	for _, h := range hits[:n] {
+		fn(&nats.Msg{Header: nats.Header{"Nats-Subject": {h.subject}, "Nats-Sequence": {strconv.FormatUint(h.seq, 10)}}})
+	}
+	return BatchEnd{UpTo: s.last, Pending: uint64(len(hits) - n), LastSeq: hits[n-1].seq, Received: n}, nil
 }
 
 func (s *stream) list(filter string) ([]string, error) {

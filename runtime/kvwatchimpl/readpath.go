@@ -1,0 +1,119 @@
+package kvwatchimpl
+
+import (
+	"log/slog"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
+)
+
+// This file chooses how the initial state is read when it does not fit
+// one batched direct get answer: by direct get (snapshot.go), or by the
+// watcher's one consumer delivering the newest entry of every key itself
+// on the one subject covering the watcher's filters (subjects.Covering).
+// A consumer's delivery costs the server less per entry than a direct
+// get, and a single-filter consumer keeps that speed after keys were
+// overwritten, where a multi-filter one slows down by orders of
+// magnitude; but it delivers every key under the covering subject, in
+// scope or not (the tail drops the others), so it is chosen only when
+// the scopes hold at least consumerShare of the bucket's keys
+// (BENCHMARKS.md, Design decisions: "readpath.go: the consumer when the
+// scopes hold most of the bucket"). The catch-up is then sealed from the
+// consumer's last entry, which, every key under the covering subject
+// counted, is near the stream's end: the seal reads what was written
+// during the read, as after a read by direct get. Once sealed, the tail
+// replaces the consumer by one on the watcher's filters (tailOnce).
+//
+// The share is estimated without reading: a sample of the filters,
+// spread over them, is counted by one request (directget.CountLatest),
+// as many filters as hold the share's part of 1,024 keys when the scopes
+// hold the share, so that a request refused for matching more than 1,024
+// says "enough" without the server reading anything. Where even one
+// filter must hold more than that, the first request of the read tells
+// first: a state that fits one answer is read by it, whatever the share
+// (no count is sent: a node watching a few tenants of a large bucket
+// pays nothing), and only a refused one is counted, message by message.
+
+// consumerShare is the share of the bucket's keys that the watcher's
+// filters must hold for its consumer to read their state.
+const consumerShare = 0.5
+
+// messagesSample bounds how many filters are counted message by message
+// (CountMessages, a request each) when one filter is too dense to count
+// by keys.
+const messagesSample = 4
+
+// readChoice is what the counts of a read's choice found (readState).
+type readChoice struct {
+	// consumer is set when the consumer reads the state.
+	consumer bool
+	// told is set once the choice is made; unset before the read when
+	// its first request tells first (see above).
+	told bool
+}
+
+// chooseReader chooses how the watcher's filters are read, given the
+// stream's state: before the read (refused false), or once its first
+// request was refused for matching more than 1,024 keys (refused true),
+// when the choice before could not tell. A single filter is its own
+// covering subject (nothing out of scope to deliver): the consumer reads
+// it whenever it does not fit one answer.
+func (w *Watcher) chooseReader(dg *directget.Getter, st jetstream.StreamState, refused bool) (readChoice, error) {
+	f := len(w.filters)
+	keys := max(st.NumSubjects, 1) // every key has a subject, a deleted one its marker's
+	// The sample whose keys reach the share's part of 1,024 keys.
+	n := int(directget.MaxMultiLastSubjects * float64(f) / (consumerShare * float64(keys)))
+	switch {
+	case f == 1 || (n >= f && !w.cfg.ChooseEveryRead):
+		// Refused: more than 1,024 keys, at least the share.
+		return readChoice{consumer: refused, told: refused}, nil
+	case n >= 2 || w.cfg.ChooseEveryRead:
+		n = min(max(n, 2), f)
+		need := consumerShare * float64(keys) * float64(n) / float64(f)
+		counted, more, err := dg.CountLatest(directget.Sample(w.filters, n))
+		if err != nil {
+			return readChoice{}, err
+		}
+		if !more || need <= directget.MaxMultiLastSubjects {
+			consumer := more || float64(counted) >= need
+			w.logChoice(st, n, counted, consumer)
+			return readChoice{consumer: consumer, told: true}, nil
+		}
+	case !refused:
+		return readChoice{}, nil // the first request tells first
+	}
+	// The share needs filters of more than 1,024 keys each: count their
+	// messages, against the stream's.
+	sample := directget.Sample(w.filters, messagesSample)
+	var counted uint64
+	for _, s := range sample {
+		c, err := dg.CountMessages(s)
+		if err != nil {
+			return readChoice{}, err
+		}
+		counted += c
+	}
+	consumer := float64(counted)*float64(f)/float64(len(sample)) >= consumerShare*float64(st.Msgs)
+	w.logChoice(st, len(sample), counted, consumer)
+	return readChoice{consumer: consumer, told: true}, nil
+}
+
+func (w *Watcher) logChoice(st jetstream.StreamState, sample int, counted uint64, consumer bool) {
+	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: choosing how to read the state", slog.String("bucket", w.bucket),
+		slog.Uint64("bucket_keys", st.NumSubjects), slog.Uint64("bucket_messages", st.Msgs), slog.Int("filters", len(w.filters)),
+		slog.Int("sample", sample), slog.Uint64("counted", counted), slog.Bool("consumer", consumer))
+}
+
+// consumerPlan is the catch-up of a state the consumer delivers itself,
+// the newest entry of every key, then what comes after: on the covering
+// subject when wide (see above), on the watcher's filters otherwise.
+// target is the stream's last sequence before the consumer is created.
+func (w *Watcher) consumerPlan(target uint64, wide bool) *catchUpPlan {
+	plan := &catchUpPlan{lastPerSubject: true, target: target, pending: true, path: pathConsumer}
+	if wide && len(w.filters) > 1 {
+		plan.readFilter = subjects.Covering(w.subjectPrefix, w.filters)
+	}
+	return plan
+}
