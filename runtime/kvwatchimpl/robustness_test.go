@@ -366,7 +366,7 @@ func watcherGoroutines() int {
 	n := runtime.Stack(buf, true)
 	count := 0
 	for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-		if strings.Contains(g, "kvwatch.(*Watcher)") || strings.Contains(g, "kvwatch.(*tailConsumer)") || strings.Contains(g, "kvwatch.(*listener)") {
+		if strings.Contains(g, "kvwatchimpl.(*Watcher)") || strings.Contains(g, "kvwatchimpl.(*tailConsumer)") || strings.Contains(g, "kvwatchimpl.(*listener)") {
 			count++
 		}
 	}
