@@ -95,3 +95,14 @@ func WithApplyHook(f func()) kvwatch.Option { return func(c *config.Watch) { c.O
 // the state fits one answer (otherwise read by direct get at once): the
 // robustness test's buckets are small.
 func WithChooseEveryRead() kvwatch.Option { return func(c *config.Watch) { c.ChooseEveryRead = true } }
+
+// EndFeed ends the live tail's feed of its consumer's messages, as a
+// broken delivery would: the tail fails, and the watcher retries.
+func (w *Watcher) EndFeed() {
+	w.mu.Lock()
+	stop := w.stopTail
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}

@@ -192,7 +192,7 @@ func (w *Watcher) stoppedErr() error {
 	return kvwatch.ErrStopped
 }
 
-// interruptTail stops the running consumer iterator, if the tail is live,
+// interruptTail stops the running consumer feed, if the tail is live,
 // so that the event goroutine takes a queued request.
 func (w *Watcher) interruptTail() {
 	w.mu.Lock()

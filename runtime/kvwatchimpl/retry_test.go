@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,8 +18,7 @@ import (
 )
 
 // faultyJS is a real JetStream client that can be told to fail the next
-// consumer creation, and that keeps the last message iterator the watcher
-// opened, so that a test can end it as a lost connection would.
+// consumer creation or stream info request.
 type faultyJS struct {
 	jetstream.JetStream
 	failNextConsumer atomic.Bool
@@ -33,8 +29,6 @@ type faultyJS struct {
 	// beforeConsumer, when set, runs once, just before the next consumer
 	// is created.
 	beforeConsumer func()
-	mu             sync.Mutex
-	lastIterator   jetstream.MessagesContext
 }
 
 func (f *faultyJS) CreateOrUpdateConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
@@ -45,27 +39,7 @@ func (f *faultyJS) CreateOrUpdateConsumer(ctx context.Context, stream string, cf
 		f.beforeConsumer = nil
 		hook()
 	}
-	c, err := f.JetStream.CreateOrUpdateConsumer(ctx, stream, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return iteratorKeeper{c, f}, nil
-}
-
-// iteratorKeeper records the iterators its consumer opens.
-type iteratorKeeper struct {
-	jetstream.Consumer
-	js *faultyJS
-}
-
-func (c iteratorKeeper) Messages(opts ...jetstream.PullMessagesOpt) (jetstream.MessagesContext, error) {
-	it, err := c.Consumer.Messages(opts...)
-	if err == nil {
-		c.js.mu.Lock()
-		c.js.lastIterator = it
-		c.js.mu.Unlock()
-	}
-	return it, err
+	return f.JetStream.CreateOrUpdateConsumer(ctx, stream, cfg)
 }
 
 // When the consumer that replays the scopes after SetScopes (on a stream
@@ -99,8 +73,8 @@ func TestSetScopesReplayRetriedFromTheStart(t *testing.T) {
 }
 
 // A SetScopes call that arrives while the watcher waits to retry a failed
-// tail leaves nothing running after Stop: no pull subscription goroutine of
-// any consumer the watcher opened.
+// tail leaves nothing running after Stop: no goroutine of the watcher, for
+// any consumer it opened.
 func TestStopAfterSetScopesDuringBackoff(t *testing.T) {
 	js, kv := setup(t)
 	writeKeys(t, kv, "a", 10)
@@ -116,13 +90,11 @@ func TestStopAfterSetScopesDuringBackoff(t *testing.T) {
 	}
 	defer w.Stop()
 	waitSynced(t, w)
-	faulty.mu.Lock()
-	faulty.lastIterator.Stop() // the tail fails; the watcher backs off
-	faulty.mu.Unlock()
+	w.EndFeed() // the tail fails; the watcher backs off
 	select {
 	case <-retrying:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the watcher did not back off after its iterator ended")
+		t.Fatal("the watcher did not back off after its feed ended")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -130,16 +102,9 @@ func TestStopAfterSetScopesDuringBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Stop()
-	kvwatchtest.Eventually(t, 5*time.Second, "no pull subscription goroutine left", func() bool {
-		return pullGoroutines() == 0
+	kvwatchtest.Eventually(t, 5*time.Second, "no goroutine of the watcher left", func() bool {
+		return watcherGoroutines() == 0
 	})
-}
-
-// pullGoroutines counts the goroutines nats.go runs for pull iterators.
-func pullGoroutines() int {
-	buf := make([]byte, 1<<22)
-	n := runtime.Stack(buf, true)
-	return strings.Count(string(buf[:n]), "(*pullSubscription).pullMessages")
 }
 
 // signalHandler is a slog handler that signals ch when a record with

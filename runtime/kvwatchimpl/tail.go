@@ -118,7 +118,7 @@ func (w *Watcher) sameStream(info *jetstream.StreamInfo) error {
 
 // tailOnce runs one consumer of the tail until it breaks
 // (*errConsumerBroken) or tail must return. Its steps: open the consumer
-// and its iterator (openRun), finish a catch-up with nothing to deliver,
+// and its feed (openRun), finish a catch-up with nothing to deliver,
 // then per message: hand SetScopes requests over, wait for room in the
 // handlers' queues, take the next message (or an idle timeout, which
 // seals), turn it into an entry, apply it (or hold it with its batch),
@@ -153,10 +153,10 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			continue
 		case len(r.resetWanted) > 0:
 			return &errConsumerBroken{why: "reconnected"}
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed) && w.rescopeWaiting():
+		case errors.Is(err, errFeedStopped) && w.rescopeWaiting():
 			continue // takeRescopes hands the request over
 		case errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, jetstream.ErrConsumerDeleted),
-			errors.Is(err, jetstream.ErrConsumerNotFound):
+			errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, errNoResponders):
 			return &errConsumerBroken{why: err.Error()}
 		default:
 			return w.consumerErr(err)

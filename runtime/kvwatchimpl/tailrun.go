@@ -7,21 +7,19 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // tailRun is one consumer's run of the tail (tailOnce): the consumer's
-// iterator, the ways to stop it, and what the tail keeps from one message
-// to the next. It lives on the event goroutine.
+// feed (pull.go), the ways to stop it, and what the tail keeps from one
+// message to the next. It lives on the event goroutine.
 type tailRun struct {
 	w    *Watcher
 	plan *catchUpPlan
-	it   jetstream.MessagesContext
-	// stop is it.Stop, one method value rather than one a message. Three
-	// things stop the iterator, so that Next returns at once (an option
-	// per call would allocate per message): the watch's context
-	// (stopOnCancel), a SetScopes request (takeRescopes hands it stop)
-	// and a reconnect (resetWanted is then set).
+	feed *pullFeed
+	// stop is feed.stop, one method value rather than one a message.
+	// Three things stop the feed, so that next returns at once: the
+	// watch's context (stopOnCancel), a SetScopes request (takeRescopes
+	// hands it stop) and a reconnect (resetWanted is then set).
 	stop         func()
 	stopOnCancel func() bool
 	resetWanted  chan struct{}
@@ -49,7 +47,7 @@ type tailRun struct {
 }
 
 // openRun creates the run's consumer, from the plan's revision, and its
-// iterator. It returns a nil run when tailOnce must return err at once (nil
+// feed. It returns a nil run when tailOnce must return err at once (nil
 // when the watch's context ended).
 func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 	plan := w.plan
@@ -77,27 +75,22 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 		// server restored from an older store): check it first.
 		return nil, &errConsumerBroken{why: "reconnected before the consumer was created"}
 	}
-	// 1,000 messages a pull: a consumer's initial delivery of a state went
-	// faster than with nats.go's default 500, and the client buffers at
-	// most one pull, 1,000 values (BENCHMARKS.md, Design decisions:
-	// "tail.go: 1,000 messages a pull").
-	it, err := cons.Messages(jetstream.PullHeartbeat(w.cfg.Heartbeat), jetstream.PullMaxMessages(1000),
-		jetstream.WithMessagesErrOnMissingHeartbeat(true))
+	feed, err := newPullFeed(w.js, w.stream, cons.CachedInfo().Name, w.cfg.Heartbeat)
 	if err != nil {
 		return nil, w.consumerErr(err)
 	}
-	r := &tailRun{w: w, plan: plan, it: it, stop: it.Stop, wide: wide,
+	r := &tailRun{w: w, plan: plan, feed: feed, stop: feed.stop, wide: wide,
 		resetWanted: make(chan struct{}, 1), endWatching: make(chan struct{})}
-	// SetScopes stops this iterator from now on, not an earlier one (the
+	// SetScopes stops this feed from now on, not an earlier one (the
 	// cached state of setTailStop is forgotten first).
 	w.tailStoppable = true
 	w.setTailStop(nil)
-	r.stopOnCancel = context.AfterFunc(w.ctx, it.Stop)
+	r.stopOnCancel = context.AfterFunc(w.ctx, feed.stop)
 	r.watching.Go(func() {
 		select {
 		case <-reconnected:
 			r.resetWanted <- struct{}{}
-			it.Stop()
+			feed.stop()
 		case <-r.endWatching:
 		}
 	})
@@ -116,13 +109,13 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 }
 
 // close ends the run: the reconnect watcher exits, the context no longer
-// stops the iterator, SetScopes no longer reaches it, and it stops.
+// stops the feed, SetScopes no longer reaches it, and it stops.
 func (r *tailRun) close() {
 	close(r.endWatching)
 	r.watching.Wait()
 	r.stopOnCancel()
 	r.w.setTailStop(nil)
-	r.it.Stop()
+	r.feed.close()
 }
 
 // finishIfNothingToDeliver finishes a pending catch-up at once when the
@@ -145,15 +138,15 @@ func (r *tailRun) finishIfNothingToDeliver() error {
 // a batch is held and nothing is pending (the rest of it is being
 // stored); sealIdle while a catch-up is near its end (the consumer's count
 // can include entries overwritten since, which never come); otherwise
-// until the iterator is stopped. A wait that ends is nats.ErrTimeout.
-func (r *tailRun) next() (jetstream.Msg, error) {
+// until the feed is stopped. A wait that ends is nats.ErrTimeout.
+func (r *tailRun) next() (*nats.Msg, error) {
 	switch {
 	case r.batch.held() && r.pending == 0:
-		return r.it.Next(jetstream.NextMaxWait(batchWait))
+		return r.feed.next(batchWait)
 	case r.plan.pending && !r.plan.lastPerSubject && r.pending <= idleCheckBelow:
-		return r.it.Next(jetstream.NextMaxWait(sealIdle))
+		return r.feed.next(sealIdle)
 	}
-	return r.it.Next()
+	return r.feed.next(0)
 }
 
 // entry turns msg into the entry to apply, with its headers; ok is false
@@ -161,8 +154,8 @@ func (r *tailRun) next() (jetstream.Msg, error) {
 // is no key of the bucket. A gap in the consumer's sequence (a message
 // lost between the server and here: a slow consumer on the client's side,
 // a pull that expired) is an *errConsumerBroken.
-func (r *tailRun) entry(msg jetstream.Msg) (e rawEntry, hdr nats.Header, ok bool, err error) {
-	meta, ok := parseAckMeta(msg.Reply())
+func (r *tailRun) entry(msg *nats.Msg) (e rawEntry, hdr nats.Header, ok bool, err error) {
+	meta, ok := parseAckMeta(msg.Reply)
 	if !ok {
 		return rawEntry{}, nil, false, nil // not a JetStream message: cannot happen on a consumer
 	}
@@ -176,7 +169,7 @@ func (r *tailRun) entry(msg jetstream.Msg) (e rawEntry, hdr nats.Header, ok bool
 	if rev <= r.plan.from && !r.plan.lastPerSubject {
 		return rawEntry{}, nil, false, nil // the seal delivered it already
 	}
-	key, ok := w.keyOf(msg.Subject())
+	key, ok := w.keyOf(msg.Subject)
 	if !ok {
 		return rawEntry{}, nil, false, nil
 	}
@@ -190,11 +183,11 @@ func (r *tailRun) entry(msg jetstream.Msg) (e rawEntry, hdr nats.Header, ok bool
 		return rawEntry{}, nil, false, nil
 	}
 	w.stats.received.Add(1)
-	hdr = msg.Headers()
+	hdr = msg.Header
 	op, marker := entryOp(hdr)
 	return rawEntry{
 		key:      key,
-		value:    msg.Data(),
+		value:    msg.Data,
 		op:       op,
 		marker:   marker,
 		revision: rev,
