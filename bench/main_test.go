@@ -69,6 +69,7 @@ func TestScenariosSmoke(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned",
+		"initial_sync_ratio_vs_watchfiltered_fresh", "initial_sync_ratio_vs_watchall_churned", "initial_sync_ratio_vs_watchall_live",
 		"generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key", "failover_seconds_kvwatch",
 		"failover_seconds_meta_leader_loss_max", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
 		"fleet_hub_subscriptions_isolated", "fleet_sizing_hub_live_heap_kib_per_edge", "fleet_sizing_edge_rss_kib_per_own_watcher_isolated",
