@@ -71,10 +71,10 @@ type catchUpPlan struct {
 	// read from a replica behind the watcher).
 	added *subjects.Matcher
 	// readFilter, when set, is the one filter the consumer delivers the
-	// state on while the catch-up is pending: the subject covering the
-	// watcher's filters (readpath.go); the tail drops the entries out of
-	// scope, and once the catch-up is done replaces the consumer by one
-	// on the watcher's filters.
+	// state on while the catch-up is pending: the whole bucket
+	// (readpath.go); the tail drops the entries out of scope, and once
+	// the catch-up is done replaces the consumer by one on the watcher's
+	// filters.
 	readFilter string
 	// path names how the state was read, for Stats.
 	path string

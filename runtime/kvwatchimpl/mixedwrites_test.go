@@ -28,9 +28,8 @@ import (
 // run in two (a key written during the read and overwritten during the
 // catch-up was missing at OnSynced). With 3,000 keys that are most of the
 // bucket, or most of it overwritten once (interior deletes), the consumer
-// delivers the state itself on the subject covering the scope
-// (readpath.go), sealed as well; those of another scope under that
-// subject (the bucket's other keys) are dropped. Without direct get the
+// delivers the state itself on the whole bucket (readpath.go), sealed as
+// well; the keys of another scope are dropped. Without direct get the
 // consumer delivers the state too, and the stream's message API seals it.
 func TestSyncedExactUnderMixedWrites(t *testing.T) {
 	for _, c := range []struct {
@@ -64,7 +63,7 @@ func syncedExactUnderMixedWrites(t *testing.T, n, others int, bursts, churned, n
 		disableDirectGet(t, js)
 	}
 	// The keys of vpc b come first and last: the consumer's read of the
-	// subject covering vpc a passes over them before and after.
+	// whole bucket passes over them before and after.
 	var outside []write
 	for i := range others {
 		outside = append(outside, write{key: fmt.Sprintf("vpc.b.route.r%d", i), op: "PUT", value: fmt.Sprintf(`{"cidr":"o%d"}`, i)})

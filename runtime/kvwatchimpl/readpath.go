@@ -6,25 +6,26 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
 // This file chooses how the initial state is read when it does not fit
 // one batched direct get answer: by direct get (snapshot.go), or by the
-// watcher's one consumer delivering the newest entry of every key itself
-// on the one subject covering the watcher's filters (subjects.Covering).
-// A consumer's delivery costs the server less per entry than a direct
-// get, and a single-filter consumer keeps that speed after keys were
-// overwritten, where a multi-filter one slows down by orders of
-// magnitude; but it delivers every key under the covering subject, in
-// scope or not (the tail drops the others), so it is chosen only when
-// the scopes hold at least consumerShare of the bucket's keys
-// (BENCHMARKS.md, Design decisions: "readpath.go: the consumer when the
-// scopes hold most of the bucket"). The catch-up is then sealed from the
-// consumer's last entry, which, every key under the covering subject
-// counted, is near the stream's end: the seal reads what was written
-// during the read, as after a read by direct get. Once sealed, the tail
-// replaces the consumer by one on the watcher's filters (tailOnce).
+// watcher's one consumer delivering the newest entry of every key itself,
+// on the whole bucket (a single filter: the watcher's own when it has
+// one). A consumer's delivery costs the server less per entry than a
+// direct get, and a single-filter consumer keeps that speed after keys
+// were overwritten, where a multi-filter one slows down by orders of
+// magnitude; the bucket's own subject is the server's cheapest filter (it
+// scans its blocks without matching subjects against an index). But the
+// consumer then delivers every key of the bucket, in scope or not (the
+// tail drops the others), so it is chosen only when the scopes hold at
+// least consumerShare of the bucket's keys (BENCHMARKS.md, Design
+// decisions: "readpath.go: the consumer when the scopes hold most of the
+// bucket"). The catch-up is then sealed from the consumer's last entry,
+// which, every key of the bucket counted, is near the stream's end: the
+// seal reads what was written during the read, as after a read by direct
+// get. Once sealed, the tail replaces the consumer by one on the
+// watcher's filters (tailOnce).
 //
 // The share is estimated without reading: a sample of the filters,
 // spread over them, is counted by one request (directget.CountLatest),
@@ -57,9 +58,9 @@ type readChoice struct {
 // chooseReader chooses how the watcher's filters are read, given the
 // stream's state: before the read (refused false), or once its first
 // request was refused for matching more than 1,024 keys (refused true),
-// when the choice before could not tell. A single filter is its own
-// covering subject (nothing out of scope to deliver): the consumer reads
-// it whenever it does not fit one answer.
+// when the choice before could not tell. A single filter is read on that
+// filter (nothing out of scope to deliver): by the consumer whenever it
+// does not fit one answer.
 func (w *Watcher) chooseReader(dg *directget.Getter, st jetstream.StreamState, refused bool) (readChoice, error) {
 	f := len(w.filters)
 	keys := max(st.NumSubjects, 1) // every key has a subject, a deleted one its marker's
@@ -107,13 +108,13 @@ func (w *Watcher) logChoice(st jetstream.StreamState, sample int, counted uint64
 }
 
 // consumerPlan is the catch-up of a state the consumer delivers itself,
-// the newest entry of every key, then what comes after: on the covering
-// subject when wide (see above), on the watcher's filters otherwise.
+// the newest entry of every key, then what comes after: on the whole
+// bucket when wide (see above), on the watcher's filters otherwise.
 // target is the stream's last sequence before the consumer is created.
 func (w *Watcher) consumerPlan(target uint64, wide bool) *catchUpPlan {
 	plan := &catchUpPlan{lastPerSubject: true, target: target, pending: true, path: pathConsumer}
 	if wide && len(w.filters) > 1 {
-		plan.readFilter = subjects.Covering(w.subjectPrefix, w.filters)
+		plan.readFilter = w.subjectPrefix + ">"
 	}
 	return plan
 }

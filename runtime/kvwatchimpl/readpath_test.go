@@ -15,7 +15,7 @@ import (
 )
 
 // A state too large for one answer whose scopes hold most of the bucket
-// is delivered by the watcher's consumer on the subject covering them
+// is delivered by the watcher's consumer on the whole bucket
 // (readpath.go), keys of other scopes dropped; once synced, the watcher
 // goes on with one consumer on its own filters, and never holds two.
 // Scopes holding a small share of the bucket are read by direct get.

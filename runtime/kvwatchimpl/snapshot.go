@@ -56,8 +56,8 @@ const (
 //     for the state");
 //   - otherwise by the consumer's own last-per-subject delivery, sealed
 //     once it has passed the stream's last sequence as it was before: on
-//     the covering subject when chosen (readpath.go), on the watcher's
-//     filters when the stream does not allow direct get.
+//     the whole bucket when chosen (readpath.go), on the watcher's filters
+//     when the stream does not allow direct get.
 func (w *Watcher) readPlan(ctx context.Context, stream jetstream.Stream) (*catchUpPlan, error) {
 	info := stream.CachedInfo()
 	w.learnSchema(info)

@@ -219,9 +219,8 @@ func (w *Watcher) sealAndFinish(why string) error {
 }
 
 // errNarrowed ends a tail's run whose consumer delivered a state on the
-// subject covering the watcher's filters (catchUpPlan.readFilter) once
-// that catch-up is done: the tail goes on with a consumer on the
-// watcher's filters.
+// whole bucket (catchUpPlan.readFilter) once that catch-up is done: the
+// tail goes on with a consumer on the watcher's filters.
 var errNarrowed = errors.New("kvwatch: the state is read: the consumer goes on with the watcher's filters")
 
 // maxSealAttempts is how many seals a catch-up tries before it finishes

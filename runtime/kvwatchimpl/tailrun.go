@@ -40,9 +40,9 @@ type tailRun struct {
 	// holds is not applied: the next consumer starts after the watcher's
 	// revision, before them, and delivers the batch again, whole.
 	batch pendingBatch
-	// wide is set when the consumer delivers the subject covering the
-	// watcher's filters (catchUpPlan.readFilter): entries out of scope
-	// are dropped, and the run ends once the catch-up is done.
+	// wide is set when the consumer delivers the whole bucket
+	// (catchUpPlan.readFilter): entries out of scope are dropped, and the
+	// run ends once the catch-up is done.
 	wide bool
 }
 
