@@ -26,6 +26,10 @@ type Binding[K comparable, V any] struct {
 	// commits one entry at a time, so one suffices (and spares an
 	// allocation per event).
 	scratch preparedEntry[K, V]
+	// json and decoding decode the values of a kind with the JSON codec
+	// (decodeWith): decoding is reused as scratch is.
+	json     *JSON[V]
+	decoding *fastDecoding[V]
 	// calls pools the queue entries of its events (*eventCall, shared.go).
 	calls sync.Pool
 	// regs are the handlers of the kind, the watcher's own first, then
@@ -37,7 +41,11 @@ type Binding[K comparable, V any] struct {
 // For generated code. Bind creates a Binding of kind with handler, which may be nil: the
 // cache is kept either way.
 func Bind[K comparable, V any](kind *Kind[K, V], handler func(kvwatch.Event[K, V])) *Binding[K, V] {
-	return &Binding[K, V]{kind: kind, handler: handler, cache: newCache(kind)}
+	b := &Binding[K, V]{kind: kind, handler: handler, cache: newCache(kind)}
+	if j, ok := kind.Codec.(JSON[V]); ok {
+		b.json, b.decoding = &j, new(fastDecoding[V])
+	}
+	return b
 }
 
 // Cache returns the binding's read-only cache.
@@ -150,7 +158,12 @@ func (b *Binding[K, V]) prepare(e rawEntry, owned bool) prepared {
 		return p
 	}
 	if e.op == kvwatch.OpPut {
-		if p.value, p.err = b.kind.Codec.Decode(e.value); p.err == nil {
+		if b.json != nil {
+			p.value, p.err = b.json.decodeWith(b.decoding, e.value)
+		} else {
+			p.value, p.err = b.kind.Codec.Decode(e.value)
+		}
+		if p.err == nil {
 			p.stored, p.err = b.safeClone(p.value)
 		}
 	}

@@ -65,10 +65,25 @@ func (c JSON[V]) DecodeFast(data []byte) (v V, ok bool) {
 	return d.v, true
 }
 
-// fastDecoding is what DecodeFast allocates.
+// fastDecoding is what DecodeFast allocates, and what a binding keeps to
+// decode into (decodeWith).
 type fastDecoding[V any] struct {
 	r JSONReader
 	v V
+}
+
+// decodeWith decodes data as Decode does, with d as the reader and the
+// value decoded into: a binding's, reused entry after entry on the event
+// goroutine, so that a decode allocates only what the value holds.
+func (c JSON[V]) decodeWith(d *fastDecoding[V], data []byte) (V, error) {
+	if c.Fast != nil {
+		*d = fastDecoding[V]{r: JSONReader{data: data}}
+		c.Fast(&d.r, &d.v)
+		if d.r.End() {
+			return d.v, nil
+		}
+	}
+	return c.Decode(data)
 }
 
 // Encode marshals v.

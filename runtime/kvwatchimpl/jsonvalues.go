@@ -198,6 +198,11 @@ func JSONSlice[E any](r *JSONReader, p *[]E, elem func(*JSONReader, *E)) {
 	}
 	s := []E{}
 	for i := r.Array(); r.MoreElems(&i); {
+		if cap(s) == 0 {
+			// Room for a few at once: short lists take one allocation,
+			// not one per element.
+			s = make([]E, 0, 4)
+		}
 		// Into the slice's own zero element, as encoding/json does: no
 		// element on the side to copy (or to allocate).
 		var zero E
