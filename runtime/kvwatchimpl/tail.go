@@ -165,12 +165,16 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 		if err != nil {
 			return err
 		}
-		if !ok {
+		switch {
+		case !ok && !r.wide:
 			continue
-		}
-		if !r.apply(e, hdr) {
+		case !ok && r.batch.held():
+			continue // a reset or the batch's end goes on from before it
+		case ok && !r.apply(e, hdr):
 			continue // the rest of its batch follows
 		}
+		// Caught up after an entry applied, or, on the whole bucket, one
+		// out of scope passed over.
 		if r.plan.pending && (r.plan.reached() || r.pending == 0) {
 			if err := w.sealAndFinish("caught up"); err != nil {
 				return err
