@@ -90,11 +90,12 @@ func WithReplicaBehind(behind func(seq uint64) bool) kvwatch.Option {
 // state lock: what a cache reader can see between two applies.
 func WithApplyHook(f func()) kvwatch.Option { return func(c *config.Watch) { c.OnApplied = f } }
 
-// WithChooseEveryRead makes every initial read choose between direct get
-// and the consumer by the share of the bucket its scopes hold, also when
-// the state fits one answer (otherwise read by direct get at once): the
-// robustness test's buckets are small.
-func WithChooseEveryRead() kvwatch.Option { return func(c *config.Watch) { c.ChooseEveryRead = true } }
+// WithReadPath sets how the initial state is read (config.Watch.ReadPath):
+// "choose" chooses between direct get and the consumer by the share of
+// the bucket the scopes hold on every read, also when the state fits one
+// answer (otherwise read by direct get at once: the robustness test's
+// buckets are small); "direct-get" and "consumer" take that way.
+func WithReadPath(path string) kvwatch.Option { return func(c *config.Watch) { c.ReadPath = path } }
 
 // EndFeed ends the live tail's feed of its consumer's messages, as a
 // broken delivery would: the tail fails, and the watcher retries.

@@ -62,15 +62,22 @@ type readChoice struct {
 // filter (nothing out of scope to deliver): by the consumer whenever it
 // does not fit one answer.
 func (w *Watcher) chooseReader(dg *directget.Getter, st jetstream.StreamState, refused bool) (readChoice, error) {
+	switch w.cfg.ReadPath {
+	case pathDirect:
+		return readChoice{told: true}, nil
+	case pathConsumer:
+		return readChoice{consumer: true, told: true}, nil
+	}
+	every := w.cfg.ReadPath == "choose"
 	f := len(w.filters)
 	keys := max(st.NumSubjects, 1) // every key has a subject, a deleted one its marker's
 	// The sample whose keys reach the share's part of 1,024 keys.
 	n := int(directget.MaxMultiLastSubjects * float64(f) / (consumerShare * float64(keys)))
 	switch {
-	case f == 1 || (n >= f && !w.cfg.ChooseEveryRead):
+	case f == 1 || (n >= f && !every):
 		// Refused: more than 1,024 keys, at least the share.
 		return readChoice{consumer: refused, told: refused}, nil
-	case n >= 2 || w.cfg.ChooseEveryRead:
+	case n >= 2 || every:
 		n = min(max(n, 2), f)
 		need := consumerShare * float64(keys) * float64(n) / float64(f)
 		counted, more, err := dg.CountLatest(directget.Sample(w.filters, n))

@@ -109,7 +109,7 @@ func consumersOf(t *testing.T, js jetstream.JetStream) []string {
 	return names
 }
 
-// With every read choosing (kvwatchimpl.WithChooseEveryRead, as the
+// With every read choosing (kvwatchimpl.WithReadPath("choose"), as the
 // robustness test runs), small buckets take both ways too: scopes holding
 // most of the bucket are read by the consumer, a small share by direct
 // get.
@@ -127,7 +127,7 @@ func TestChooseEveryReadTakesBothWays(t *testing.T) {
 		for _, c := range scopes {
 			names = append(names, string(c))
 		}
-		w := startNetwork(t, js, vpcs(names...), newRecorder(), kvwatchimpl.WithChooseEveryRead())
+		w := startNetwork(t, js, vpcs(names...), newRecorder(), kvwatchimpl.WithReadPath("choose"))
 		waitSynced(t, w)
 		if got := w.Stats().InitialState; got != path {
 			t.Errorf("scopes %v: InitialState = %q, want %q", names, got, path)

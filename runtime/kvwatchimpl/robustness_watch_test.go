@@ -283,7 +283,7 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 		kvwatch.WithHeartbeat(time.Second), kvwatch.WithInactiveThreshold(5*time.Second), kvwatch.WithRequestTimeout(2*time.Second),
 		// Small buckets read by the consumer too, where the scopes hold
 		// most of them (readpath.go).
-		kvwatchimpl.WithChooseEveryRead())
+		kvwatchimpl.WithReadPath("choose"))
 	w, err := kvwatchimpl.Start(context.Background(), rw.js, &network, scopes, []kvwatchimpl.AnyBinding{routes, configs}, opts...)
 	if err != nil {
 		return err

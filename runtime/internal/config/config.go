@@ -32,11 +32,12 @@ type Watch struct {
 	// after seq answer "none" when it returns true: a replica of a
 	// replicated stream that has not stored seq yet.
 	ReplicaBehind func(seq uint64) bool
-	// ChooseEveryRead, for tests, makes every initial read choose between
-	// direct get and the consumer (which reads with the consumer only
-	// when the state is too large for one answer otherwise), so that small
-	// buckets take both ways.
-	ChooseEveryRead bool
+	// ReadPath, for tests and benchmarks, sets how the initial state is
+	// read: "" chooses for a state too large for one answer (direct get
+	// otherwise); "choose" chooses for every read, so that small buckets
+	// take both ways; "direct-get" and "consumer" choose that way
+	// whenever the stream allows direct get.
+	ReadPath string
 }
 
 // DefaultMaxFilters is the most subject filters a watcher gives one
