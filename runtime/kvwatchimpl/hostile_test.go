@@ -169,9 +169,9 @@ func TestSlowHandlerBackpressure(t *testing.T) {
 		}
 	}
 	// The backlog is on the server, not in the client: what the server
-	// delivered and the handler has not handled yet is at most what
-	// nats.go buffers (one pull, 1,000 messages, and the next pull it asks
-	// for once half of one is taken: 500), the handler's queue and the
+	// delivered and the handler has not handled yet is at most what the
+	// tail's feed buffers (one pull, 1,000 messages, and the next pull it
+	// asks for once half of one is taken: 500), the handler's queue and the
 	// event being handled. Handled is read after the server's count, so
 	// it can only make the difference smaller.
 	var serverPending uint64

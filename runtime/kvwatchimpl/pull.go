@@ -26,9 +26,20 @@ import (
 // pullBatch is how many messages the feed keeps asked for: a consumer's
 // initial delivery of a state went faster with 1,000 than with nats.go's
 // default 500, and the client then holds at most one pull beyond what it
-// has handled (BENCHMARKS.md, Design decisions: "tail.go: 1,000 messages
+// has handled (BENCHMARKS.md, Design decisions: "pull.go: 1,000 messages
 // a pull"). A new pull asks for what was received once half of it was.
 const pullBatch = 1000
+
+// A state read on the whole bucket (catchUpPlan.readFilter) asks for more
+// at once, bounded by bytes too: the server spends less per message on
+// fewer, larger pulls (BENCHMARKS.md, Design decisions: "pull.go: larger
+// pulls for a state"). stateMaxBytes is what one pull may bring; never
+// less than twice the largest message the server takes, which a pull
+// whose bytes do not cover it could never deliver.
+const (
+	stateBatch    = 16000
+	stateMaxBytes = 4 << 20
+)
 
 // pullExpires is how long a pull request waits for messages on the
 // server; one that ends (408) is sent again.
@@ -52,6 +63,9 @@ type pullFeed struct {
 	// for, and the statuses (a message nats.go cannot queue is lost, and
 	// the gap shows in the consumer's sequence).
 	msgs chan *nats.Msg
+	// batch is how many messages the feed keeps asked for, maxBytes what
+	// a pull may bring (0: no bound).
+	batch, maxBytes int
 	// asked is the number of messages asked for, not received yet and not
 	// released by a status (a pull that expired, a leader change).
 	asked int
@@ -68,17 +82,22 @@ type pullFeed struct {
 }
 
 // newPullFeed subscribes to the consumer's messages and sends its first
-// pull; heartbeat is the idle heartbeat asked of the server.
-func newPullFeed(js jetstream.JetStream, stream, consumer string, heartbeat time.Duration) (*pullFeed, error) {
+// pull; heartbeat is the idle heartbeat asked of the server. A feed of a
+// state asks for stateBatch messages at once, pullBatch otherwise.
+func newPullFeed(js jetstream.JetStream, stream, consumer string, heartbeat time.Duration, state bool) (*pullFeed, error) {
 	nc := js.Conn()
 	f := &pullFeed{
 		nc:        nc,
 		subject:   directget.APIPrefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer,
 		inbox:     nc.NewInbox(),
-		msgs:      make(chan *nats.Msg, 2*pullBatch),
+		batch:     pullBatch,
 		heartbeat: heartbeat,
 		stopped:   make(chan struct{}),
 	}
+	if state {
+		f.batch, f.maxBytes = stateBatch, max(stateMaxBytes, 2*int(nc.MaxPayload()))
+	}
+	f.msgs = make(chan *nats.Msg, 2*f.batch)
 	sub, err := nc.ChanSubscribe(f.inbox, f.msgs)
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to the consumer's messages: %w", err)
@@ -87,7 +106,7 @@ func newPullFeed(js jetstream.JetStream, stream, consumer string, heartbeat time
 	f.hb = time.NewTimer(heartbeat)
 	f.wait = time.NewTimer(time.Hour)
 	f.wait.Stop()
-	if err := f.pull(pullBatch); err != nil {
+	if err := f.pull(f.batch); err != nil {
 		f.close()
 		return nil, err
 	}
@@ -97,7 +116,11 @@ func newPullFeed(js jetstream.JetStream, stream, consumer string, heartbeat time
 // pull asks for n more messages.
 func (f *pullFeed) pull(n int) error {
 	body := `{"batch":` + strconv.Itoa(n) + `,"expires":` + strconv.FormatInt(int64(pullExpires), 10) +
-		`,"idle_heartbeat":` + strconv.FormatInt(int64(f.heartbeat), 10) + `}`
+		`,"idle_heartbeat":` + strconv.FormatInt(int64(f.heartbeat), 10)
+	if f.maxBytes > 0 {
+		body += `,"max_bytes":` + strconv.Itoa(f.maxBytes)
+	}
+	body += `}`
 	if err := f.nc.PublishRequest(f.subject, f.inbox, []byte(body)); err != nil {
 		return fmt.Errorf("pulling the consumer's messages: %w", err)
 	}
@@ -117,8 +140,8 @@ func (f *pullFeed) next(wait time.Duration) (*nats.Msg, error) {
 		expired = f.wait.C
 	}
 	for {
-		if f.asked <= pullBatch/2 {
-			if err := f.pull(pullBatch - f.asked); err != nil {
+		if f.asked <= f.batch/2 {
+			if err := f.pull(f.batch - f.asked); err != nil {
 				return nil, err
 			}
 		}

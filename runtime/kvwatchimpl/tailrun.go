@@ -75,7 +75,7 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 		// server restored from an older store): check it first.
 		return nil, &errConsumerBroken{why: "reconnected before the consumer was created"}
 	}
-	feed, err := newPullFeed(w.js, w.stream, cons.CachedInfo().Name, w.cfg.Heartbeat)
+	feed, err := newPullFeed(w.js, w.stream, cons.CachedInfo().Name, w.cfg.Heartbeat, wide)
 	if err != nil {
 		return nil, w.consumerErr(err)
 	}
