@@ -145,9 +145,11 @@ type Stats struct {
 	// InitialState is how the initial state was read: "direct-get"
 	// (batched reads without a consumer), "direct-get-listing" (a scope
 	// held more than 1,024 keys: listed, then read in chunks), "consumer"
-	// (the consumer's own last-per-subject delivery: the stream does not
-	// allow direct get), "resume" (the delta after a checkpoint), or ""
-	// (not read yet, or nothing to watch).
+	// (the watcher's consumer's own last-per-subject delivery: a state of
+	// more than 1,024 keys whose scopes hold at least half of the bucket,
+	// read on the whole bucket, or a stream that does not allow direct
+	// get), "resume" (the delta after a checkpoint), or "" (not read yet,
+	// or nothing to watch).
 	InitialState string
 	// Resume is how a watcher started from a checkpoint caught up: "delta"
 	// (only the changes after the checkpoint's revision), "relist" (the
