@@ -58,17 +58,28 @@ func runInitialSync(ctx context.Context, b *bench) error {
 			}
 			b.say("  overwrote %d keys once (50%%)", prefixes*half)
 		}
-		readers, rounds := syncReaders, 1
+		// Rounds, each reader's median: the first read after a bulk load
+		// pays for the server settling (each round's rate is in the
+		// figure's note), so the readers take turns in an order that
+		// rotates every round, each first of one.
+		// After churn kv.WatchFiltered is slow and its ratios are orders
+		// of magnitude (BENCHMARKS.md): it reads once.
+		readers, rounds := syncReaders, b.pick(3, 2, 1)
 		if state == "fresh" {
-			// The fresh ratio sits near its target and a read is quick:
-			// alternating rounds, medians. After churn kv.WatchFiltered
-			// is slow and the ratios are orders of magnitude
-			// (BENCHMARKS.md): one round.
 			readers, rounds = append(slices.Clone(readers), cachedReader), b.pick(5, 3, 1)
 		}
 		results := make([]syncResults, len(readers))
-		for range rounds {
-			for i, name := range readers {
+		for round := range rounds {
+			first := true
+			for k := range readers {
+				i := (k + round) % len(readers)
+				name := readers[i]
+				if state != "fresh" && name == "watchfiltered" && round > 0 {
+					continue
+				}
+				if first {
+					results[i].first, first = len(results[i].rates)+1, false
+				}
 				if err := results[i].run(ctx, srv, kv, name, state, prefixes, perPrefix, bound); err != nil {
 					return fmt.Errorf("%s %s: %w", name, state, err)
 				}
@@ -76,7 +87,7 @@ func runInitialSync(ctx context.Context, b *bench) error {
 		}
 		group := barGroup{label: state}
 		for i, name := range readers {
-			rate := results[i].report(b, name, state, rounds, bound)
+			rate := results[i].report(b, name, state, bound)
 			rates[name+" "+state] = rate
 			group.bars = append(group.bars, bar{series: name, value: rate})
 		}
@@ -114,6 +125,9 @@ type syncResults struct {
 	entries              int
 	path                 string
 	timedOut             bool
+	// first is the reader's read (from 1) that came first in its round
+	// (the last such one), 0 for none.
+	first int
 }
 
 // run reads the state once more with reader name.
@@ -147,11 +161,20 @@ func (r *syncResults) run(ctx context.Context, srv *childServer, kv jetstream.Ke
 
 // report adds the reader's figures: its median rate (returned), and on
 // the fresh bucket the CPU each side spent per entry.
-func (r *syncResults) report(b *bench, name, state string, rounds int, bound time.Duration) float64 {
+func (r *syncResults) report(b *bench, name, state string, bound time.Duration) float64 {
+	rounds := len(r.rates)
+	var each []string
+	for _, rate := range r.rates {
+		each = append(each, fmt.Sprintf("%.0f", rate))
+	}
 	rate := median(r.rates)
 	var notes []string
 	if rounds > 1 {
-		notes = append(notes, fmt.Sprintf("median of %d rounds", rounds))
+		note := fmt.Sprintf("median of %d rounds (%s", rounds, strings.Join(each, ", "))
+		if r.first > 0 {
+			note += fmt.Sprintf("; read %d came first in its round", r.first)
+		}
+		notes = append(notes, note+")")
 	}
 	switch {
 	case r.timedOut:
