@@ -20,8 +20,8 @@ import (
 // check for missed heartbeats) and wraps each in a message of its own,
 // which showed in the client's cost per entry of a consumer's delivery
 // (BENCHMARKS.md, Design decisions: "pull.go: the tail's own pulls").
-// Here one timer checks the heartbeats once a period, and the messages
-// are nats.go's as they arrive.
+// Here one timer, reset only when it fires, checks the time of the last
+// message, and the messages are nats.go's as they arrive.
 
 // pullBatch is how many messages the feed keeps asked for: a consumer's
 // initial delivery of a state went faster with 1,000 than with nats.go's
@@ -69,13 +69,13 @@ type pullFeed struct {
 	// asked is the number of messages asked for, not received yet and not
 	// released by a status (a pull that expired, a leader change).
 	asked int
-	// Heartbeats: every period of heartbeat the feed checks that a message
-	// (a heartbeat, a status or a message of the stream) came; two quiet
-	// periods in a row are jetstream.ErrNoHeartbeat.
+	// Heartbeats: two heartbeats without a message (a heartbeat, a status
+	// or a message of the stream) are jetstream.ErrNoHeartbeat, as for
+	// nats.go's iterator. last is when the last one came; the timer is
+	// set for two heartbeats after it when it fires.
 	heartbeat time.Duration
 	hb        *time.Timer
-	active    bool
-	quiet     int
+	last      time.Time
 	wait      *time.Timer // next's wait, reused
 	stopped   chan struct{}
 	stopOnce  sync.Once
@@ -103,7 +103,7 @@ func newPullFeed(js jetstream.JetStream, stream, consumer string, heartbeat time
 		return nil, fmt.Errorf("subscribing to the consumer's messages: %w", err)
 	}
 	f.sub = sub
-	f.hb = time.NewTimer(heartbeat)
+	f.hb, f.last = time.NewTimer(2*heartbeat), time.Now()
 	f.wait = time.NewTimer(time.Hour)
 	f.wait.Stop()
 	if err := f.pull(f.batch); err != nil {
@@ -147,7 +147,7 @@ func (f *pullFeed) next(wait time.Duration) (*nats.Msg, error) {
 		}
 		select {
 		case msg := <-f.msgs:
-			f.active = true
+			f.last = time.Now()
 			if msg.Reply != "" {
 				f.asked--
 				return msg, nil
@@ -156,16 +156,16 @@ func (f *pullFeed) next(wait time.Duration) (*nats.Msg, error) {
 				return nil, err
 			}
 		case <-f.hb.C:
-			if f.active {
-				f.quiet = 0
-			} else {
-				f.quiet++
+			// What came while the event goroutine was away (a slow
+			// handler holds it) counts, taken or not.
+			left := 2*f.heartbeat - time.Since(f.last)
+			if len(f.msgs) > 0 {
+				left = 2 * f.heartbeat
 			}
-			f.active = false
-			if f.quiet >= 2 {
+			if left <= 0 {
 				return nil, jetstream.ErrNoHeartbeat
 			}
-			f.hb.Reset(f.heartbeat)
+			f.hb.Reset(left)
 		case <-f.stopped:
 			return nil, errFeedStopped
 		case <-expired:
