@@ -98,12 +98,6 @@ func WithApplyHook(f func()) kvwatch.Option { return func(c *config.Watch) { c.O
 func WithReadPath(path string) kvwatch.Option { return func(c *config.Watch) { c.ReadPath = path } }
 
 // EndFeed ends the live tail's feed of its consumer's messages, as a
-// broken delivery would: the tail fails, and the watcher retries.
-func (w *Watcher) EndFeed() {
-	w.mu.Lock()
-	stop := w.stopTail
-	w.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
+// broken delivery would (no SetScopes request waits): the tail fails, and
+// the watcher retries.
+func (w *Watcher) EndFeed() { w.interruptTail() }
