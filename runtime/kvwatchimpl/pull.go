@@ -35,7 +35,12 @@ const pullBatch = 1000
 // fewer, larger pulls (BENCHMARKS.md, Design decisions: "pull.go: larger
 // pulls for a state"). stateMaxBytes is what one pull may bring; never
 // less than twice the largest message the server takes, which a pull
-// whose bytes do not cover it could never deliver.
+// whose bytes do not cover it could never deliver. A pull that the next
+// message would take past its bytes ends with a status saying what it
+// did not deliver (release); one that reaches them exactly ends silently,
+// and what it did not deliver stays counted as asked: rare (a sum of
+// sizes that hits the bound to the byte), and at worst the feed asks for
+// less until the heartbeats it then misses recreate the consumer.
 const (
 	stateBatch    = 16000
 	stateMaxBytes = 4 << 20
