@@ -48,12 +48,11 @@ const (
 //   - by batched direct get, without a consumer (readState), whenever the
 //     stream allows it and the state fits one answer, or the watcher's
 //     scopes hold too small a share of the bucket's keys (readpath.go):
-//     the tail starts after the oldest answer and
-//     skips what the read delivered; a read of one atomic answer has
-//     nothing to catch up. Once a bucket has been overwritten, a
-//     multi-filter consumer's own initial delivery slows down by orders of
-//     magnitude (BENCHMARKS.md, Design decisions: "snapshot.go: direct get
-//     for the state");
+//     the tail starts after the oldest answer and skips what the read
+//     delivered; a read of one atomic answer has nothing to catch up.
+//     Once a bucket has been overwritten, a multi-filter consumer's own
+//     initial delivery slows down by orders of magnitude (BENCHMARKS.md,
+//     Design decisions: "snapshot.go: direct get for the state");
 //   - otherwise by the consumer's own last-per-subject delivery, sealed
 //     once it has passed the stream's last sequence as it was before: on
 //     the whole bucket when chosen (readpath.go), on the watcher's filters
