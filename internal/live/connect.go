@@ -35,7 +35,6 @@ type session struct {
 	js        jetstream.JetStream
 	url, from string
 	domain    string
-	apiPrefix string // "$JS.API." or the context's domain's or prefix
 
 	mu      sync.Mutex
 	denied  error // the last permissions violation
@@ -84,14 +83,11 @@ func connect(o *options, name string, extra ...nats.Option) (*session, error) {
 		return nil, s.connectError(err, nctx)
 	}
 	s.nc = nc
-	s.apiPrefix = "$JS.API."
 	switch {
 	case nctx != nil && nctx.JSDomain != "":
 		s.domain = nctx.JSDomain
-		s.apiPrefix = "$JS." + nctx.JSDomain + ".API."
 		s.js, err = jetstream.NewWithDomain(nc, nctx.JSDomain)
 	case nctx != nil && nctx.JSAPIPrefix != "":
-		s.apiPrefix = strings.TrimSuffix(nctx.JSAPIPrefix, ".") + "."
 		s.js, err = jetstream.NewWithAPIPrefix(nc, nctx.JSAPIPrefix)
 	default:
 		s.js, err = jetstream.New(nc)

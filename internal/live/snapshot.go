@@ -2,7 +2,7 @@ package live
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,17 +12,18 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
 // This file reads a bucket's current state without a consumer, as the
-// watcher's initial read does: batched direct gets (multi_last) of at most
-// 1,024 keys each, every one pinned at the revision the read is as of.
-// Unlike the runtime's reader (runtime/internal/directget, which
-// internal/ code cannot import), it lists every key first (the stream's
-// info with a subject filter): that gives the total a long read shows its
-// progress against, and requests of explicit keys that are never refused
-// for matching too many.
+// watcher's initial read by direct get does, with the same reader
+// (internal/directget): batched direct gets (multi_last) of at most 1,024
+// keys each, every one pinned at the revision the read is as of. Unlike
+// the watcher, it lists every key first (the stream's info with a subject
+// filter): that gives the total a long read shows its progress against,
+// and requests of explicit keys that are never refused for matching too
+// many.
 
 // liveBucket is a bucket's stream as found on the server.
 type liveBucket struct {
@@ -70,18 +71,13 @@ type entry struct {
 	Data     []byte
 }
 
-// maxKeys is the most keys one multi_last request may ask for (the
-// server's cap; more is "413 Too Many Results").
-const maxKeys = 1024
-
-// answerMaxBytes caps one answer, as the runtime's reads do; an answer cut
-// short is asked again for the keys it left out.
-const answerMaxBytes = 4 << 20
-
 // readState reads the newest entry of every key matching filters, as of
 // the stream's last revision when b was opened (returned), in key order,
 // calling fn with each (delete and purge markers included). progress, when
-// set, is told of the keys read and the total.
+// set, is told of the keys read and the total. The keys are listed first,
+// then asked for by name, at most directget.MaxMultiLastSubjects a
+// request, each pinned at that revision, through the runtime's own
+// batched direct get reader (internal/directget).
 func (s *session) readState(ctx context.Context, b *liveBucket, filters []string, progress func(done, total int), fn func(entry) error) (uint64, error) {
 	upTo := b.info.State.LastSeq
 	if upTo == 0 {
@@ -103,20 +99,20 @@ func (s *session) readState(ctx context.Context, b *liveBucket, filters []string
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	inbox := s.nc.NewInbox()
-	sub, err := s.nc.SubscribeSync(inbox + ".*")
-	if err != nil {
+	// The reads' context also ends when the server refuses a permission
+	// (session.op): the reader's subscription closes with it, rather than
+	// a refused request waiting for its timeout.
+	ctx, done := s.op(ctx, false)
+	defer done()
+	dg := directget.New(s.js, b.direct, requestTimeout)
+	if err := dg.Open(ctx); err != nil {
 		return 0, err
 	}
-	defer sub.Unsubscribe()
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return 0, err
-	}
-	read, serial := 0, 0
+	defer dg.Close()
+	read := 0
 	for len(keys) > 0 {
-		chunk := keys[:min(maxKeys, len(keys))]
-		serial++
-		got, more, err := s.ask(ctx, b, sub, inbox+"."+strconv.Itoa(serial), chunk, upTo, fn)
+		chunk := keys[:min(directget.MaxMultiLastSubjects, len(keys))]
+		got, more, err := s.ask(ctx, b, dg, chunk, upTo, fn)
 		if err != nil {
 			return 0, err
 		}
@@ -136,53 +132,37 @@ func (s *session) readState(ctx context.Context, b *liveBucket, filters []string
 	return upTo, nil
 }
 
-// ask sends one multi_last request and hands fn its answer's entries. It
-// returns the subjects answered, and whether the answer was cut short.
-func (s *session) ask(ctx context.Context, b *liveBucket, sub *nats.Subscription, reply string, subjects []string, upTo uint64, fn func(entry) error) (map[string]bool, bool, error) {
-	body, err := json.Marshal(map[string]any{"multi_last": subjects, "up_to_seq": upTo, "max_bytes": answerMaxBytes})
-	if err != nil {
-		return nil, false, err
-	}
-	ctx, done := s.op(ctx, false)
-	defer done()
-	if err := s.nc.PublishRequest(s.apiPrefix+"DIRECT.GET."+b.direct, reply, body); err != nil {
-		return nil, false, err
-	}
+// ask sends one multi_last request for subjects and hands fn its answer's
+// entries, stopping at the first error fn returns. It returns the subjects
+// answered, and whether the answer was cut short (its byte limit).
+func (s *session) ask(ctx context.Context, b *liveBucket, dg *directget.Getter, subjects []string, upTo uint64, fn func(entry) error) (map[string]bool, bool, error) {
 	got := map[string]bool{}
-	for {
-		wctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		msg, err := sub.NextMsgWithContext(wctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, false, s.explain(ctx, b.name, err)
-			}
-			return nil, false, fmt.Errorf("reading bucket %s: no answer from %s within %s: %w", b.name, s.url, requestTimeout, err)
-		}
-		if msg.Subject != reply {
-			continue // a late reply to an earlier request
-		}
-		switch status := msg.Header.Get("Status"); status {
-		case "":
-		case "204": // EOB
-			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-			return got, pending > 0, nil
-		case "404":
-			return got, false, nil
-		case "503":
-			return nil, false, fmt.Errorf("bucket %s: the stream does not answer direct gets (allow_direct is off): %w", b.name, nats.ErrNoResponders)
-		default:
-			return nil, false, fmt.Errorf("bucket %s: direct get answered %s %s", b.name, status, msg.Header.Get("Description"))
+	var failed error
+	end, err := dg.Read(directget.Request{MultiLast: subjects, UpToSeq: upTo}, func(msg *nats.Msg) {
+		if failed != nil {
+			return
 		}
 		e, err := entryOf(msg, b.prefix)
 		if err != nil {
-			return nil, false, fmt.Errorf("bucket %s: %w", b.name, err)
+			failed = fmt.Errorf("bucket %s: %w", b.name, err)
+			return
 		}
 		got[msg.Header.Get("Nats-Subject")] = true
-		if err := fn(e); err != nil {
-			return nil, false, err
-		}
+		failed = fn(e)
+	})
+	switch {
+	case failed != nil:
+		return nil, false, failed
+	case errors.Is(err, directget.ErrNoResults):
+		return got, false, nil
+	case errors.Is(err, directget.ErrNoDirectGet):
+		return nil, false, fmt.Errorf("bucket %s: the stream does not answer direct gets (allow_direct is off): %w", b.name, nats.ErrNoResponders)
+	case err != nil && ctx.Err() != nil:
+		return nil, false, s.explain(ctx, b.name, err)
+	case err != nil:
+		return nil, false, fmt.Errorf("reading bucket %s from %s (each answer waited for at most %s): %w", b.name, s.url, requestTimeout, err)
 	}
+	return got, end.Pending > 0, nil
 }
 
 // entryOf reads a direct get answer's message.

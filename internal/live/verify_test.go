@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -87,6 +88,34 @@ func TestVerifyScopesAndJSON(t *testing.T) {
 	env, out, errOut = testEnv(t, "NATS_URL="+url)
 	if code := run(t, env, "verify", "-schema", fleetSchema, "-scope", "VPC=amber"); code != ExitOK {
 		t.Fatalf("amber: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// Answers the server cuts short at their byte limit (1,024 routes of 8 KiB
+// each are more than one answer holds) are asked again for what they left
+// out: every entry is read once, and none is reported.
+func TestVerifyReadsAnswersCutShort(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, js := kvwatchtest.Connect(t, s)
+	kv := kvwatchtest.Bucket(t, js, "network")
+	tag := strings.Repeat("t", 8<<10)
+	const routes = 1100
+	for i := range routes {
+		value := fmt.Sprintf(`{"cidr":"10.1.%d.0/24","tags":[%q]}`, i%256, tag)
+		if _, err := kv.PutString(t.Context(), fmt.Sprintf("vpc.blue.route.r%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, out, errOut := testEnv(t, "NATS_URL="+s.ClientURL())
+	if code := run(t, env, "verify", "-schema", fleetSchema, "-json"); code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal([]byte(out.String()), &summary); err != nil {
+		t.Fatalf("want one summary line, got %q", out)
+	}
+	if summary["entries"] != float64(routes) || summary["problems"] != 0.0 {
+		t.Fatalf("summary %v, want %d entries and no problem", summary, routes)
 	}
 }
 

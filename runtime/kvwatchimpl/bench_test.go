@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 

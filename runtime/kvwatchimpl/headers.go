@@ -5,7 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kvwatchgen/kvwatchgen/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/config"
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvwatchgen/kvwatchgen/runtime/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/internal/directget"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
