@@ -154,6 +154,24 @@ func regCases() []checkerCase {
 			f.regAtSync(l, slices.DeleteFunc(slices.Clone(live), func(e revent) bool { return e.sync })...)
 			return bothViolations(f, l)
 		}},
+		{name: "clean added while a scope is added again, the watcher's handlers behind", run: func(f *cfix) []string {
+			// Scope a is added, left and added again: its keys come twice
+			// flagged Initial at the same revisions. A registration added
+			// during the second time, while the watcher's own handlers had
+			// not reached the first, splits the log at the second.
+			left := func(rev uint64) revent {
+				return with(f.ev(rev), func(e *revent) { e.op, e.value, e.left, e.inferred = kvwatch.OpDelete, "", true, true })
+			}
+			b := []string{"$KV.network.vpc.b", "$KV.network.vpc.b.>"}
+			l := f.life(append(f.baseLog(),
+				left(6), left(8), f.ini(5), revent{sync: true, rev: 8, filters: b},
+				f.ini(6), f.ini(8), revent{sync: true, rev: 8, filters: scopeAB()},
+				left(6), left(8), revent{sync: true, rev: 8, filters: b},
+				left(5), f.ini(6), f.ini(8), syncAt(8))...)
+			st := kvwatchimpl.RegistrationState{Revision: 8, Synced: true, Rescoping: true, Filters: scopeA}
+			f.reg(l, 13, st, 0, f.ini(6), f.ini(8))
+			return bothViolations(f, l)
+		}},
 		{name: "clean with a data error", run: func(f *cfix) []string {
 			// r1 written at 9 does not decode: the watcher drops it.
 			f.hist.record(hwrite{rev: 9, key: rkey("r1"), op: "PUT", value: "not json"})

@@ -179,57 +179,90 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 	// by its own queue), whose last events are then checked against the
 	// history alone (below).
 	ownCut := l.stopAt >= 0 && !l.quiet
-	// Candidates: with events after the replay, s is at most the first
-	// watcher event equal to the first of them, after the event before it.
-	from, to := lo, len(q.m)
-	if len(live) > 0 {
-		e0 := -1
-		for i := lo; i < len(q.m); i++ {
-			if e := q.items[q.m[i]]; !e.dropped && sameEvent(live[0], e) {
-				e0 = i
+	// search returns the split from..to (inclusive) that fits, the first
+	// with events after the replay and the last without, or -1 and why
+	// the first candidate did not fit.
+	search := func(from, to int) (int, string) {
+		fold := q.stateAt(from)
+		var why string
+		found := -1
+		for c := from; c <= to; c++ {
+			if c > from {
+				fold.apply(q.items[q.m[c-1]])
+			}
+			if w := splitOK(c); w != "" {
+				if why == "" {
+					why = w
+				}
+				continue
+			}
+			if !replayMatches(fold) {
+				if why == "" {
+					why = fmt.Sprintf("its replay is not the watcher's state there: %v", mapDiff(replayed.cache(), fold.cache()))
+				}
+				continue
+			}
+			found = c
+			if len(live) > 0 {
 				break
 			}
 		}
-		switch {
-		case e0 < 0 && ownCut:
-			// The watcher's own handlers stopped before it: the split is
-			// anywhere after lo.
-		case e0 < 0:
-			fail("its first event after the replay, %v, is none of the watcher's after the snapshot (R %d, its log at %d)", live[0], R, logAt)
-			return
-		default:
-			to = e0
+		if found >= 0 {
+			return found, ""
 		}
-		for i := to - 1; i >= lo && e0 >= 0; i-- {
-			if !q.items[q.m[i]].dropped {
-				from = i + 1 // the split is after the last event it does not have
-				break
-			}
-		}
+		return -1, why
 	}
-	fold := q.stateAt(from)
-	s := -1
-	var why string
-	for c := from; c <= to; c++ {
-		if c > from {
-			fold.apply(q.items[q.m[c-1]])
-		}
-		if w := splitOK(c); w != "" {
-			if why == "" {
-				why = w
-			}
-			continue
-		}
-		if !replayMatches(fold) {
-			if why == "" {
-				why = fmt.Sprintf("its replay is not the watcher's state there: %v", mapDiff(replayed.cache(), fold.cache()))
-			}
-			continue
-		}
-		s = c
+	// Candidates: with events after the replay, s is at most a watcher
+	// event equal to the first of them, after the event before it. The
+	// same event can be in the watcher's log more than once after lo: a
+	// scope removed and added again is read again, its keys flagged
+	// Initial at the same revisions, while the watcher's own handlers,
+	// behind the caches, may not have reached the first time yet when the
+	// registration is added. Each occurrence is tried, in order.
+	s, why := -1, ""
+	for start := lo; ; {
+		from, to, e0 := lo, len(q.m), -1
 		if len(live) > 0 {
+			for i := start; i < len(q.m); i++ {
+				if e := q.items[q.m[i]]; !e.dropped && sameEvent(live[0], e) {
+					e0 = i
+					break
+				}
+			}
+			switch {
+			case e0 < 0 && start > lo:
+				// No other occurrence: none fitted.
+			case e0 < 0 && ownCut:
+				// The watcher's own handlers stopped before it: the split
+				// is anywhere after lo.
+			case e0 < 0:
+				fail("its first event after the replay, %v, is none of the watcher's after the snapshot (R %d, its log at %d)", live[0], R, logAt)
+				return
+			default:
+				to = e0
+			}
+			if e0 < 0 && start > lo {
+				break
+			}
+			for i := to - 1; i >= lo && e0 >= 0; i-- {
+				if !q.items[q.m[i]].dropped {
+					from = i + 1 // the split is after the last event it does not have
+					break
+				}
+			}
+		}
+		c, w := search(from, to)
+		if why == "" {
+			why = w
+		}
+		if c >= 0 {
+			s = c
 			break
 		}
+		if e0 < 0 {
+			break
+		}
+		start = e0 + 1
 	}
 	beyondOwn := false // the split lies past where Stop cut the watcher's own handlers
 	switch {
@@ -240,7 +273,7 @@ func (q *lifeSeq) checkReg(g *rreg, bucketHistory int, mirror bool, st *regStats
 			R, state.Synced, state.Rescoping, logAt, len(replay), nReplay, why)
 		return
 	}
-	fold = q.stateAt(s)
+	fold := q.stateAt(s)
 	if beyondOwn {
 		fold = maps2(replayed) // what it knows where it starts is its replay
 	}
