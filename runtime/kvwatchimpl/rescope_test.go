@@ -337,16 +337,23 @@ func TestCheckpointDuringSetScopes(t *testing.T) {
 			checkpointConsistent(t, cp)
 		}
 	})
-	for _, s := range []kvwatchimpl.Scopes{vpcs("a", "b"), vpcs("b"), vpcs("a")} {
-		if err := w.SetScopes(context.Background(), s); err != nil {
-			t.Fatal(err)
+	// Re-scope round after round until the checkpoints overlapped them
+	// (taken, and refused while a re-scope was being brought in): on a
+	// busy machine the checkpointing goroutine may not run at all during
+	// one round.
+	deadline := time.Now().Add(20 * time.Second)
+	for rounds := 0; rounds == 0 || taken.Load() == 0 || refused.Load() == 0; rounds++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d rounds of re-scoping, %d checkpoints taken and %d refused: the test proves nothing", rounds, taken.Load(), refused.Load())
+		}
+		for _, s := range []kvwatchimpl.Scopes{vpcs("a", "b"), vpcs("b"), vpcs("a")} {
+			if err := w.SetScopes(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	close(done)
 	wg.Wait()
-	if taken.Load() == 0 {
-		t.Fatal("no checkpoint taken while re-scoping: the test proves nothing")
-	}
 }
 
 // Without direct get on the stream, SetScopes replays every scope through
