@@ -105,10 +105,10 @@ func (l *life) readEpoch() int {
 	defer l.mu.Unlock()
 	for i := len(l.events) - 1; i >= 0; i-- {
 		if e := l.events[i]; e.sync && len(e.filters) > 0 {
-			return e.epoch
+			return l.goneBackEpoch(e.epoch, i)
 		}
 	}
-	return l.epoch
+	return l.goneBackEpoch(l.epoch, -1)
 }
 
 // skippedWrites returns the revisions of key's writes strictly between a

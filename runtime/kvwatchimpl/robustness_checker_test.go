@@ -195,6 +195,16 @@ func bothViolations(f *cfix, l *life) []string {
 	return append(lifeViolations(f, l), regViolations(f, l)...)
 }
 
+// partsViolations checks l as TestRobustness does, part by part
+// (rewindParts): each part's life, then its registrations.
+func partsViolations(f *cfix, l *life) []string {
+	var bad []string
+	for _, p := range l.rewindParts() {
+		bad = append(bad, bothViolations(f, p)...)
+	}
+	return bad
+}
+
 // TestRobustnessCheckerReportsEachViolation runs the checker on crafted
 // runs: each violation reported, none where there is none.
 func TestRobustnessCheckerReportsEachViolation(t *testing.T) {

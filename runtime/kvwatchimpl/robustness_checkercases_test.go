@@ -90,6 +90,18 @@ func lifeCases() []checkerCase {
 		{name: "a sync point on another incarnation", want: "sync point at 2 on another incarnation", run: func(f *cfix) []string {
 			return lifeViolations(f, f.life(f.ini(1), f.ini(2), with(syncAt(2), func(e *revent) { e.epoch = 1 }), f.ev(3), f.ev(4), f.ev(6), f.ev(7), f.ev(8), syncAt(8)))
 		}},
+		{name: "clean: the store went back behind the watcher, unnoticed", run: func(f *cfix) []string {
+			// The store keeps up to 6, where the watcher is, and the new
+			// epoch writes r3 and r1 again at 7 and 8: nothing was lost
+			// for the watcher, which goes on, and has no sync point since
+			// (a soak at 4853ef6, seed 1796192642631895990).
+			l := goneBackAt6(f, f.ev(6))
+			return partsViolations(f, l)
+		}},
+		{name: "a lost write applied, then the new history, unreported", want: rkey("r1") + " put at 8 " + rval("n8") + ": the write there is", run: func(f *cfix) []string {
+			l := goneBackAt6(f, f.ev(6), f.ev(7))
+			return partsViolations(f, l)
+		}},
 		{name: "the watch ended on an error", want: "the watch ended on boom", run: func(f *cfix) []string {
 			l := f.life(f.baseLog()...)
 			l.ended = errors.New("boom")
@@ -369,4 +381,26 @@ func regCases() []checkerCase {
 			return regViolations(f, l)
 		}},
 	}
+}
+
+// goneBackAt6 is a life of scope a on the base history that applied the
+// base log up to last, when the store went back to 6 (epoch 1, writing r3
+// at 7 and r1 at 8 again), then applied the new epoch's 7 and 8 (7 only
+// when it had not applied the old one), with no sync point since: only
+// the record of the store going back tells the new epoch.
+func goneBackAt6(f *cfix, last ...revent) *life {
+	f.hist.rewind(6)
+	n7 := hwrite{epoch: 1, rev: 7, key: rkey("r3"), op: "PUT", value: rval("n7")}
+	n8 := hwrite{epoch: 1, rev: 8, key: rkey("r1"), op: "PUT", value: rval("n8")}
+	f.hist.record(n7)
+	f.hist.record(n8)
+	events := append([]revent{f.ini(1), f.ini(2), syncAt(2), f.ev(3), f.ev(4)}, last...)
+	at := len(events)
+	if last[len(last)-1].rev < 7 {
+		events = append(events, revent{key: n7.key, op: kvwatch.OpPut, value: canonical(n7.key, n7.value), rev: 7})
+	}
+	events = append(events, revent{key: n8.key, op: kvwatch.OpPut, value: canonical(n8.key, n8.value), rev: 8})
+	l := f.life(events...)
+	l.goneBack = []goneBackAt{{at: at, kept: 6, epoch: 1}}
+	return l
 }

@@ -144,8 +144,9 @@ func singleServerEnv(t *testing.T, history int) *robustEnv {
 // reuse their revisions (a new epoch of the history, holding the writes
 // the store kept, begun while the server is down: no sync point of the
 // store gone back is taken before). Registrations end first: each is
-// checked against one history. Every watcher must notice
-// (StreamWentBackError) and re-list.
+// checked against one history. Every watcher that had applied a write
+// the store lost must notice (StreamWentBackError) and re-list; one that
+// had not goes on with the new history (goneBackEpoch).
 func storeGoesBack(d *robustDriver, t *testing.T, node *kvwatchtest.Node, js jetstream.JetStream) {
 	for _, rw := range d.watchers {
 		rw.endRegistrations()
@@ -173,6 +174,9 @@ func storeGoesBack(d *robustDriver, t *testing.T, node *kvwatchtest.Node, js jet
 	d.run.hist.rewind(kept)
 	for _, rw := range d.watchers {
 		_, l := rw.watcher()
+		l.mu.Lock()
+		l.goneBack = append(l.goneBack, goneBackAt{at: len(l.events), kept: kept, epoch: d.run.hist.currentEpoch()})
+		l.mu.Unlock()
 		l.log.note(fmt.Sprintf("the store goes back to revision %d, epoch %d begins", kept, d.run.hist.currentEpoch()))
 	}
 	restore()

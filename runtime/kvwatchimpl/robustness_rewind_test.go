@@ -2,6 +2,7 @@ package kvwatchimpl_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
@@ -48,7 +49,7 @@ func (l *life) rewindParts() []*life {
 	after := &life{epoch: l.events[k].epoch, resumedEpoch: -1, resumePath: "relist", startFilters: l.startFilters,
 		events: l.events[k+1:], syncs: l.syncs[syncsBefore:], consumers: l.consumers, reported: l.reported,
 		routes: l.routes, configs: l.configs, ended: l.ended, stopAt: -1, syncedAt: -1, final: l.final, quiet: l.quiet,
-		lateChange: l.lateChange}
+		lateChange: l.lateChange, goneBack: l.goneBack}
 	if l.stopAt > k {
 		after.stopAt = l.stopAt - k - 1
 	}
@@ -105,4 +106,35 @@ func (s rstate) checkpoint() *kvwatchimpl.Checkpoint {
 	kvwatchimpl.WithEntries(&cp, &routeKind, routes)
 	kvwatchimpl.WithEntries(&cp, &vpcKind, configs)
 	return &cp
+}
+
+// goneBackAt is where the store went back in a life's log: at is the
+// length of its log then, kept the revision the store kept, epoch the
+// history's new epoch.
+type goneBackAt struct {
+	at    int
+	kept  uint64
+	epoch int
+}
+
+// goneBackEpoch is the epoch a life (or the last part of one) goes on
+// with after the store went back, unreported, following its sync point at
+// event position syncAt (-1: none) of the given epoch: a watcher that had
+// applied no write past the revision the store kept lost nothing (the
+// revisions up to there hold the same writes in the new epoch, and those
+// after are the new epoch's), and had nothing to notice (rewind.go). One
+// that had applied such a write keeps the old epoch: its next events, of
+// the new history, are then violations, as a watcher that applied a lost
+// write must report it. Positions are the part's.
+func (l *life) goneBackEpoch(epoch, syncAt int) int {
+	for _, g := range l.goneBack {
+		at := g.at - l.logShift
+		if at <= syncAt || at > len(l.events) || g.epoch <= epoch {
+			continue
+		}
+		if !slices.ContainsFunc(l.events[:at], func(e revent) bool { return !e.sync && e.rev > g.kept }) {
+			epoch = g.epoch
+		}
+	}
+	return epoch
 }

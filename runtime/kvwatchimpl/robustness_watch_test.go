@@ -106,6 +106,11 @@ type life struct {
 	// the store going back split: robustness_rewind_test.go).
 	noRegs   bool
 	logShift int
+	// goneBack records where in its log the store went back
+	// (storeGoesBack): a watcher that had applied nothing past the
+	// revision the store kept has nothing to notice (rewind.go), and goes
+	// on with the new history (goneBackEpoch).
+	goneBack []goneBackAt
 	// lateChange is set when a SetScopes from user code was cut short by
 	// the end of the run: its change may come after quiesce.
 	lateChange bool
