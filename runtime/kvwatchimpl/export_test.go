@@ -99,5 +99,16 @@ func WithReadPath(path string) kvwatch.Option { return func(c *config.Watch) { c
 
 // EndFeed ends the live tail's feed of its consumer's messages, as a
 // broken delivery would (no SetScopes request waits): the tail fails, and
-// the watcher retries.
-func (w *Watcher) EndFeed() { w.interruptTail() }
+// the watcher retries. It reports false, doing nothing, until the tail is
+// live and waits for messages (right after OnSynced the event goroutine
+// may not be back there yet).
+func (w *Watcher) EndFeed() bool {
+	w.mu.Lock()
+	stop := w.stopTail
+	w.mu.Unlock()
+	if stop == nil {
+		return false
+	}
+	stop()
+	return true
+}

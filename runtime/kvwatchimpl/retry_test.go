@@ -90,7 +90,8 @@ func TestStopAfterSetScopesDuringBackoff(t *testing.T) {
 	}
 	defer w.Stop()
 	waitSynced(t, w)
-	w.EndFeed() // the tail fails; the watcher backs off
+	// The tail fails; the watcher backs off.
+	kvwatchtest.Eventually(t, 5*time.Second, "the live tail's feed ended", w.EndFeed)
 	select {
 	case <-retrying:
 	case <-time.After(5 * time.Second):
