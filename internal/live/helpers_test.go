@@ -90,9 +90,16 @@ func fill(t *testing.T, kv jetstream.KeyValue, n int) {
 // filledServer starts a server with bucket network filled with n good routes.
 func filledServer(t *testing.T, n int) (url string, js jetstream.JetStream, kv jetstream.KeyValue) {
 	t.Helper()
+	return filledServerWith(t, n, 1)
+}
+
+// filledServerWith is filledServer with a bucket keeping history entries
+// a key.
+func filledServerWith(t *testing.T, n, history int) (url string, js jetstream.JetStream, kv jetstream.KeyValue) {
+	t.Helper()
 	s := kvwatchtest.Server(t)
 	_, js = kvwatchtest.Connect(t, s)
-	kv = kvwatchtest.Bucket(t, js, "network")
+	kv = kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", History: uint8(history)})
 	fill(t, kv, n)
 	return s.ClientURL(), js, kv
 }
