@@ -108,7 +108,13 @@ func (l *life) readEpoch() int {
 			return l.goneBackEpoch(e.epoch, i)
 		}
 	}
-	return l.goneBackEpoch(l.epoch, -1)
+	// No sync point recorded by its handlers (Stop cut them short): the
+	// epoch the watcher synced on, if it did.
+	epoch := l.epoch
+	if l.syncEpoch > epoch {
+		epoch = l.syncEpoch
+	}
+	return l.goneBackEpoch(epoch, -1)
 }
 
 // skippedWrites returns the revisions of key's writes strictly between a

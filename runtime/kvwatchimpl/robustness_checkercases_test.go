@@ -102,6 +102,17 @@ func lifeCases() []checkerCase {
 			l := goneBackAt6(f, f.ev(6), f.ev(7))
 			return partsViolations(f, l)
 		}},
+		{name: "clean re-listed on a bucket made again, stopped before its handlers recorded the sync point", run: func(f *cfix) []string {
+			// The bucket was deleted and made again as the life resumed: its
+			// read is of the new one, and Stop came before the handlers ran
+			// the sync point (a soak at 76b3fb8, seed 1796197093283605668).
+			f.hist.record(hwrite{epoch: 1, rev: 1, key: rkey("r1"), op: "PUT", value: rval("e1")})
+			r1 := revent{key: rkey("r1"), op: kvwatch.OpPut, value: rval("e1"), rev: 1, initial: true}
+			r3 := revent{key: rkey("r3"), op: kvwatch.OpDelete, rev: 1, initial: true, unknown: true, inferred: true}
+			l := f.lifeFrom(f.state(8, f.ev(6), f.ev(8)), "relist", r1, r3)
+			l.stopAt, l.syncEpoch = 2, 1
+			return lifeViolations(f, l)
+		}},
 		{name: "the watch ended on an error", want: "the watch ended on boom", run: func(f *cfix) []string {
 			l := f.life(f.baseLog()...)
 			l.ended = errors.New("boom")

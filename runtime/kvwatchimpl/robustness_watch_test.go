@@ -111,6 +111,12 @@ type life struct {
 	// revision the store kept has nothing to notice (rewind.go), and goes
 	// on with the new history (goneBackEpoch).
 	goneBack []goneBackAt
+	// syncEpoch is the history's epoch at the watcher's last sync point,
+	// recorded on the event goroutine when it syncs (the sync point's
+	// event in events is recorded by its handlers, which Stop may cut
+	// short): what readEpoch takes when events hold no sync point and it
+	// is above the life's own.
+	syncEpoch int
 	// lateChange is set when a SetScopes from user code was cut short by
 	// the end of the run: its change may come after quiesce.
 	lateChange bool
@@ -239,6 +245,9 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 		}),
 		kvwatchimpl.WithSyncPointHook(func(cp kvwatchimpl.Checkpoint) func() {
 			epoch := rw.run.hist.currentEpoch() // now, at the sync point
+			l.mu.Lock()
+			l.syncEpoch = epoch
+			l.mu.Unlock()
 			return func() {
 				l.log.note(fmt.Sprintf("sync point at %d, filters %v", cp.Revision, cp.Filters))
 				for self.Load() == nil { // Start has not returned yet
