@@ -1,8 +1,11 @@
 // Package directget reads a stream's entries without a consumer, with the
 // batched direct get API: the newest entry of every key within filters
-// (latest.go), planning a read too large for one answer (plan.go). nats.go
-// has no API for batched direct gets, so they are plain requests here. It knows nothing of watchers: the runtime hands it a
-// stream and filters and gets messages back, in order.
+// (latest.go), planning a read too large for one answer (plan.go), and
+// counts of keys and messages without reading them (count.go). nats.go has
+// no API for batched direct gets, so they are plain requests here. It
+// knows nothing of watchers: the runtime and the live-bucket subcommands
+// (internal/live) hand it a stream and filters and get messages back, in
+// order.
 package directget
 
 import (
