@@ -102,13 +102,4 @@ func WithReadPath(path string) kvwatch.Option { return func(c *config.Watch) { c
 // the watcher retries. It reports false, doing nothing, until the tail is
 // live and waits for messages (right after OnSynced the event goroutine
 // may not be back there yet).
-func (w *Watcher) EndFeed() bool {
-	w.mu.Lock()
-	stop := w.stopTail
-	w.mu.Unlock()
-	if stop == nil {
-		return false
-	}
-	stop()
-	return true
-}
+func (w *Watcher) EndFeed() bool { return w.interruptTail() }

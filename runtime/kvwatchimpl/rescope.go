@@ -193,14 +193,16 @@ func (w *Watcher) stoppedErr() error {
 }
 
 // interruptTail stops the running consumer feed, if the tail is live,
-// so that the event goroutine takes a queued request.
-func (w *Watcher) interruptTail() {
+// so that the event goroutine takes a queued request; it reports whether
+// there was a feed to stop.
+func (w *Watcher) interruptTail() bool {
 	w.mu.Lock()
 	stop := w.stopTail
 	w.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
+	return stop != nil
 }
 
 // rescopeWaiting reports whether a SetScopes request waits to be taken.
