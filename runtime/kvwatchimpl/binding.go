@@ -64,6 +64,8 @@ type AnyBinding interface {
 	entriesLocked() any
 	cloneEntries(entries any) any
 	lenLocked() int
+	reserveLocked(n int)
+	fitLocked()
 	beginRelist(match func(raw string) bool)
 	cancelRelist()
 	endRelistLocked(w *Watcher, revision uint64) (deliver func())
@@ -230,6 +232,8 @@ func (p *preparedEntry[K, V]) applyLocked(w *Watcher) bool {
 	case unchanged:
 	case e.op == kvwatch.OpPut && had && len(b.cache.indexes) == 0:
 		item.Item = stored // the common case, one map lookup
+	case e.op == kvwatch.OpPut && !had:
+		b.cache.addLocked(p.key, e.key, stored) // a new key: not looked up again
 	case e.op == kvwatch.OpPut:
 		b.cache.putLocked(p.key, e.key, stored)
 	default:
@@ -309,6 +313,14 @@ func (b *Binding[K, V]) cloneEntries(entries any) any {
 
 // lenLocked returns the cache size; the caller holds the state lock.
 func (b *Binding[K, V]) lenLocked() int { return len(b.cache.items) }
+
+// reserveLocked makes room for n entries in the cache if it is empty; the
+// caller holds the state lock.
+func (b *Binding[K, V]) reserveLocked(n int) { b.cache.reserveLocked(n) }
+
+// fitLocked gives back what reserveLocked reserved and the state did not
+// need; the caller holds the state lock.
+func (b *Binding[K, V]) fitLocked() { b.cache.fitLocked() }
 
 // beginRelist marks the cached keys that match unseen (every key when
 // match is nil).

@@ -3,6 +3,7 @@ package kvwatchimpl
 import (
 	"cmp"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -54,6 +55,9 @@ type Cache[K comparable, V any] struct {
 	// value. Items are rewritten whole, never modified field by field, so
 	// a reader's copy taken under the lock stays valid after it.
 	items map[K]*cacheItem[V] // guarded by st.mu
+	// reserved is the room reserveLocked made for a state being read,
+	// until fitLocked; guarded by st.mu.
+	reserved int
 	// indexes are those the kind declares (index.go), guarded by st.mu.
 	indexes []*cacheIndex[K, V]
 }
@@ -62,6 +66,33 @@ func newCache[K comparable, V any](kind *Kind[K, V]) *Cache[K, V] {
 	c := &Cache[K, V]{kind: kind, st: &state{}, items: make(map[K]*cacheItem[V])}
 	c.newIndexes()
 	return c
+}
+
+// reserveLocked makes room for n entries when the cache is empty, as a
+// large state is about to be read into it: a map grown entry by entry
+// rehashes its entries at every step and leaves each outgrown table to the
+// garbage collector, which showed in the client's cost per entry of an
+// initial read (BENCHMARKS.md, Design decisions: "cache.go: room for the
+// state before it is read"). The caller holds the state lock.
+func (c *Cache[K, V]) reserveLocked(n int) {
+	if len(c.items) == 0 && n > 0 {
+		c.items = make(map[K]*cacheItem[V], n)
+		c.reserved = n
+	}
+}
+
+// fitLocked ends what reserveLocked began, once the state is read: a
+// cache that holds less than a quarter of the room it got (a kind with few
+// keys, the room being shared evenly among kinds) is copied into a map of
+// its size, which a map never becomes by itself. The caller holds the
+// state lock.
+func (c *Cache[K, V]) fitLocked() {
+	if c.reserved > 0 && len(c.items) < c.reserved/4 {
+		items := make(map[K]*cacheItem[V], len(c.items)) // maps.Clone keeps the room
+		maps.Copy(items, c.items)
+		c.items = items
+	}
+	c.reserved = 0
 }
 
 // Get returns (a copy of) the current value of key.

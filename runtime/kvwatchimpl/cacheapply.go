@@ -56,12 +56,19 @@ func (c *Cache[K, V]) unindexLocked(key K, v V) {
 // putLocked stores item under key (raw: its string form), replacing and
 // unindexing what the key held.
 func (c *Cache[K, V]) putLocked(key K, raw string, item kvwatch.Item[V]) {
-	if old, ok := c.items[key]; ok {
-		c.unindexLocked(key, old.Value)
-		old.Item = item
-	} else {
-		c.items[key] = &cacheItem[V]{Item: item, key: raw}
+	old, ok := c.items[key]
+	if !ok {
+		c.addLocked(key, raw, item)
+		return
 	}
+	c.unindexLocked(key, old.Value)
+	old.Item = item
+	c.indexLocked(key, item.Value)
+}
+
+// addLocked stores item under key, which the cache does not hold.
+func (c *Cache[K, V]) addLocked(key K, raw string, item kvwatch.Item[V]) {
+	c.items[key] = &cacheItem[V]{Item: item, key: raw}
 	c.indexLocked(key, item.Value)
 }
 

@@ -30,9 +30,11 @@ func TestStateReadChoosesTheConsumerForMostOfTheBucket(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			js, kv := setup(t)
-			// vpc a, b, c: 1,000 keys each; d: 1,100; e: 100.
+			// vpc a, b, c: 1,000 routes each; d: 1,100; e: 100; and each
+			// VPC's config.
 			var ws []write
 			for _, v := range []string{"a", "b", "c", "d", "e"} {
+				ws = append(ws, write{key: "vpc." + v, op: "PUT", value: `{"name":"` + v + `"}`})
 				n := map[string]int{"d": 1100, "e": 100}[v]
 				if n == 0 {
 					n = 1000
@@ -43,21 +45,36 @@ func TestStateReadChoosesTheConsumerForMostOfTheBucket(t *testing.T) {
 			}
 			publishAll(t, js, ws)
 			r := newRecorder()
-			w := startNetwork(t, js, vpcs(c.scopes...), r)
-			waitSynced(t, w)
+			w, routes, configs := startCached(t, js, vpcs(c.scopes...), r)
 			if got := w.Stats().InitialState; got != c.path {
 				t.Fatalf("InitialState = %q, want %q", got, c.path)
 			}
 			events, _ := r.snapshot()
-			want := 0
+			n := 0
 			for _, e := range events {
 				if !slices.Contains(c.scopes, e.Key[4:5]) {
 					t.Fatalf("an event of a key out of scope: %+v", e)
 				}
-				want++
+				n++
 			}
-			if want != 1000*len(c.scopes)+100*b2i(c.scopes[0] == "d") {
-				t.Errorf("%d events at sync, want one per key in scope", want)
+			want := 1000*len(c.scopes) + 100*b2i(c.scopes[0] == "d")
+			if n != want+len(c.scopes) {
+				t.Errorf("%d events at sync, want one per key in scope", n)
+			}
+			// Both caches hold their kind's keys in scope: the route cache
+			// got room for the state before it was read, and the config
+			// cache, holding a few keys, gave its room back once it was
+			// (cache.go).
+			if got := routes.Cache().Len(); got != want {
+				t.Errorf("%d routes cached at sync, want %d", got, want)
+			}
+			for _, v := range c.scopes {
+				if cfg, ok := configs.Cache().Get(vpcKey{VPC: v}); !ok || cfg.Name != v {
+					t.Errorf("the config of VPC %s is cached as %+v (%v)", v, cfg, ok)
+				}
+			}
+			if got := configs.Cache().Len(); got != len(c.scopes) {
+				t.Errorf("%d configs cached at sync, want %d", got, len(c.scopes))
 			}
 			// The consumer now is the watcher's, on its filters, and the
 			// only one; a write in scope comes, one out of scope does not.

@@ -218,6 +218,7 @@ func (w *Watcher) sealAndFinish(why string) error {
 	if err := w.checkStream(); err != nil {
 		return err
 	}
+	w.fitCaches()
 	plan.finish()
 	return nil
 }

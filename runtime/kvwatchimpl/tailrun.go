@@ -102,11 +102,40 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 	// changes.
 	if plan.lastPerSubject {
 		r.stateEntries = r.pending
+		w.reserveCaches(r.pending)
 	}
 	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.bucket),
 		slog.String("consumer", w.consumer.current()), slog.Uint64("after", plan.from), slog.Uint64("pending", r.pending))
 	return r, nil
 }
+
+// reserveCaches makes room in the empty caches for a state of n entries
+// about to be delivered (Cache.reserveLocked): its keys are shared evenly
+// among the kinds, as nothing tells how they split. A state delivered on
+// the whole bucket (tailRun.wide) counts the keys out of scope too, at
+// most as many as those in scope (readpath.go), so a cache may get room
+// for up to twice its keys: the map's slots, not the entries.
+func (w *Watcher) reserveCaches(n uint64) {
+	w.state.mu.Lock()
+	defer w.state.mu.Unlock()
+	for _, b := range w.bindings {
+		b.reserveLocked(int(min(n/uint64(len(w.bindings)), maxReserve)))
+	}
+}
+
+// fitCaches gives back the room reserveCaches made that the state did
+// not need (Cache.fitLocked), as the catch-up ends.
+func (w *Watcher) fitCaches() {
+	w.state.mu.Lock()
+	defer w.state.mu.Unlock()
+	for _, b := range w.bindings {
+		b.fitLocked()
+	}
+}
+
+// maxReserve bounds the room reserveCaches makes in a cache, whatever the
+// count says.
+const maxReserve = 1 << 22
 
 // close ends the run: the reconnect watcher exits, the context no longer
 // stops the feed, SetScopes no longer reaches it, and it stops.
