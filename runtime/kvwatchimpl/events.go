@@ -21,9 +21,9 @@ import (
 // has not taken yet, and stops reading from the server while more than
 // 256 wait (backpressure: nothing is lost). The body may call any
 // method of the watcher, Stop included: none waits for the loop. The loop
-// ends when it breaks, when ctx ends, when Stop is called (at once), or
-// when the watch ends on its own (after what was queued); its
-// registration is then removed.
+// ends when it breaks, when ctx ends or Stop is called (at once: no event
+// after the body returns, whatever is queued), or when the watch ends on
+// its own (after what was queued); its registration is then removed.
 func (w *Watcher) Events(ctx context.Context, bindings ...AnyBinding) iter.Seq[kvwatch.AnyEvent] {
 	return func(yield func(kvwatch.AnyEvent) bool) {
 		// What the delivery being run hands the loop: one event, or a
@@ -52,8 +52,8 @@ func (w *Watcher) Events(ctx context.Context, bindings ...AnyBinding) iter.Seq[k
 				d.run()
 				for i, ev := range out {
 					out[i] = nil
-					if !r.l.calling() || !yield(ev) {
-						return // Stop, Remove or ctx during a replay; or the loop broke
+					if !r.l.calling() || ctx.Err() != nil || !yield(ev) {
+						return // Stop, Remove or ctx during a replay or a run of changes; or the loop broke
 					}
 				}
 				if !r.l.finish(w) {

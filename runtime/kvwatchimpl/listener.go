@@ -107,11 +107,17 @@ func (l *listener) poke() {
 
 // next waits for deliveries and returns them, oldest first; false when
 // the listener must end: it was ended, the watch is over (ended) and
-// everything queued has run, or done ends (a loop's context).
+// everything queued has run, or done ends (a loop's context), whatever is
+// queued: a loop slower than the bucket's writes always has more waiting.
 func (l *listener) next(ended, done <-chan struct{}) ([]delivery, bool) {
 	for {
 		if l.state.Load() >= listenerEnding {
 			return nil, false
+		}
+		select {
+		case <-done:
+			return nil, false
+		default:
 		}
 		l.mu.Lock()
 		items := l.items

@@ -226,3 +226,78 @@ func TestCachesHoldAtTheSyncPointWhileOnSyncedRuns(t *testing.T) {
 	close(release)
 	waitRevision(t, w, later)
 }
+
+// An Events loop whose context ends has no event after its body returns,
+// however many are queued for it: neither the rest of a replay (every
+// cached entry is one delivery) nor the changes still coming. Before, the
+// loop ran the rest of what it had taken and took more as long as some
+// waited: a loop slower than the bucket's writes never ended (found by
+// the robustness test, ending loops while writers wrote).
+func TestEventsLoopEndsWhenItsContextEnds(t *testing.T) {
+	js, kv := setup(t)
+	for i := range 300 {
+		put(t, kv, fmt.Sprintf("vpc.a.route.r%d", i), route{CIDR: "a"})
+	}
+	bindings := []kvwatchimpl.AnyBinding{kvwatchimpl.Bind(&routeKind, nil), kvwatchimpl.Bind(&vpcKind, nil)}
+	w, err := kvwatchimpl.Start(context.Background(), js, &network, vpcs("a"), bindings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	waitSynced(t, w)
+
+	t.Run("during the replay", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		after := -1
+		returnsWithin(t, "the Events loop", func() {
+			for range w.Events(ctx, bindings...) {
+				after++
+				if after == 0 {
+					cancel()
+				}
+			}
+		})
+		if after != 0 {
+			t.Errorf("%d events after the loop's context ended (a replay of 300 entries)", after)
+		}
+	})
+
+	t.Run("while changes keep coming", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		writing, stopWriting := context.WithCancel(context.Background())
+		var written atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; writing.Err() == nil; i++ {
+				if _, err := kv.Put(writing, fmt.Sprintf("vpc.a.route.w%d", i%50), []byte(`{"cidr":"w"}`)); err == nil {
+					written.Add(1)
+				}
+			}
+		}()
+		defer func() { stopWriting(); <-done }()
+		after := -1
+		returnsWithin(t, "the Events loop", func() {
+			for ev := range w.Events(ctx, bindings...) {
+				if e, ok := ev.(kvwatch.Event[routeKey, route]); !ok || e.Initial {
+					continue
+				}
+				after++
+				if after == 0 {
+					// Held until more changes wait for the loop, then the
+					// context ends.
+					from := written.Load()
+					kvwatchtest.Eventually(t, 10*time.Second, "changes queued for the loop", func() bool {
+						return written.Load() >= from+20 && w.Stats().Queued > 0
+					})
+					cancel()
+				}
+			}
+		})
+		if after != 0 {
+			t.Errorf("%d changes after the loop's context ended", after)
+		}
+	})
+}
