@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
@@ -64,6 +65,36 @@ func (l *life) restoredState() rstate {
 		add(e.Key.String(), e.Value, e.Revision)
 	}
 	return s
+}
+
+// eventsOfKeys lists, for each difference mapDiff found (each starts with
+// its key), what the life's caches were restored with for the key and
+// every event and sync point of its log that concerns it, in order: what
+// a report of a cache its events do not make needs to be read.
+func (l *life) eventsOfKeys(diffs []string) string {
+	restored := l.restoredState()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, d := range diffs {
+		key, _, _ := strings.Cut(d, " ")
+		fmt.Fprintf(&b, "events of %s:", key)
+		if e, ok := restored[key]; ok {
+			fmt.Fprintf(&b, " restored %d %s;", e.rev, e.value)
+		}
+		for _, e := range l.events {
+			switch {
+			case e.key == key:
+				fmt.Fprintf(&b, " %v;", e)
+			case e.sync && inFilters(e.filters, key):
+				fmt.Fprintf(&b, " sync point @%d (epoch %d);", e.rev, e.epoch)
+			case e.rewound:
+				b.WriteString(" the store went back;")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // mapDiff lists up to 5 differences between two caches.

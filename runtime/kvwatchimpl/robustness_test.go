@@ -37,12 +37,14 @@ import (
 //	go test ./runtime/kvwatchimpl -run Robustness              # the short run, part of go test ./...
 //	go test ./runtime/kvwatchimpl -run Robustness -soak 10m    # runs after runs, for 10 minutes
 //	go test ./runtime/kvwatchimpl -run Robustness/cluster -robust.seed 42   # replays one run's choices
+//	go test ./runtime/kvwatchimpl -run Robustness/cluster -robust.seed 42 -robust.for 20s   # one of a soak's runs (as it prints)
 //
 // A seed fixes the run's choices (operations, faults, traffic); the
 // servers' timing is the machine's.
 
 var (
 	robustSeed = flag.Uint64("robust.seed", 0, "replay the robustness run with this seed (each run prints its own)")
+	robustFor  = flag.Duration("robust.for", 0, "with -robust.seed, how long the run lasts (a soak's runs print theirs; default the topology's short run)")
 	soak       = flag.Duration("soak", 0, "run the robustness test for this long, one seeded run after another (e.g. 10m)")
 )
 
@@ -50,11 +52,14 @@ func TestRobustness(t *testing.T) {
 	for _, topo := range robustTopologies() {
 		t.Run(topo.name, func(t *testing.T) {
 			if *soak == 0 {
-				seed := *robustSeed
+				seed, d := *robustSeed, topo.short
 				if seed == 0 {
 					seed = uint64(time.Now().UnixNano())
 				}
-				robustnessRun(t, topo, seed, topo.short)
+				if *robustFor > 0 {
+					d = *robustFor
+				}
+				robustnessRun(t, topo, seed, d)
 				return
 			}
 			var total robustReport
@@ -62,7 +67,7 @@ func TestRobustness(t *testing.T) {
 			for time.Now().Before(deadline) {
 				seed := uint64(time.Now().UnixNano())
 				var r robustReport
-				if !t.Run(fmt.Sprint(seed), func(t *testing.T) { r = robustnessRun(t, topo, seed, 20*time.Second) }) {
+				if !t.Run(fmt.Sprint(seed), func(t *testing.T) { r = robustnessRun(t, topo, seed, soakRun) }) {
 					t.Fatalf("seed %d failed", seed)
 				}
 				total.add(r)
@@ -73,6 +78,9 @@ func TestRobustness(t *testing.T) {
 		})
 	}
 }
+
+// soakRun is how long each run of a soak lasts.
+const soakRun = 20 * time.Second
 
 // robustReport counts what a run did.
 type robustReport struct {
@@ -220,7 +228,11 @@ func (r *robustRun) pollConsumers(ctx context.Context) {
 
 // robustnessRun runs one seeded run of d on topo and checks it.
 func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Duration) robustReport {
-	t.Logf("seed %d (replay: go test ./runtime/kvwatchimpl -run 'Robustness/%s' -robust.seed %d)", seed, topo.name, seed)
+	replay := fmt.Sprintf("go test ./runtime/kvwatchimpl -run 'Robustness/%s' -robust.seed %d", topo.name, seed)
+	if d != topo.short {
+		replay += " -robust.for " + d.String()
+	}
+	t.Logf("seed %d (replay: %s)", seed, replay)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	env := topo.start(t)
 	callsCtx, endCalls := context.WithCancel(context.Background())
@@ -266,6 +278,11 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 			continue
 		}
 		drive.operate()
+	}
+	// One run in four ends right after a fault: the watchers must then
+	// converge on what it left, some still to notice it.
+	if len(env.faults) > 0 && rng.IntN(4) == 0 {
+		drive.fault()
 	}
 
 	// The end: traffic stops, every server is up, calls from user code
@@ -374,7 +391,11 @@ func watcherGoroutines() int {
 }
 
 // converge waits until the watcher's caches hold the bucket's final state
-// within its scopes: the newest write of every key in scope delivered.
+// within its scopes: the newest write of every key in scope delivered. The
+// bucket's as it is now (the history's current epoch), not the one the
+// watcher last synced on: right after the store went back, a watcher that
+// applied writes the store lost and has not reconnected yet still holds
+// the lost history's final state, which its re-list is about to replace.
 func (d *robustDriver) converge(rw *robustWatcher) {
 	deadline := time.Now().Add(20 * time.Second)
 	var diff []string
@@ -384,7 +405,7 @@ func (d *robustDriver) converge(rw *robustWatcher) {
 		cp, err := w.Checkpoint()
 		if err == nil {
 			cp.Revision = ^uint64(0) // the final state
-			if diff = stateDiff(d.run.hist, l.readEpoch(), cp, false); len(diff) == 0 {
+			if diff = stateDiff(d.run.hist, d.run.hist.currentEpoch(), cp, false); len(diff) == 0 {
 				l.mu.Lock()
 				l.final = &cp
 				l.mu.Unlock()
@@ -428,8 +449,8 @@ func (d *robustDriver) quiesce(rw *robustWatcher) {
 			n := len(l.events)
 			last := l.events[max(0, n-5):]
 			l.mu.Unlock()
-			d.run.violation("watcher %d: its handlers' events do not make its final caches within 10 s: %v\nstats %+v; %d events in its log, the last %v\nits log:\n%s",
-				rw.id, diff, w.Stats(), n, last, l.log.text())
+			d.run.violation("watcher %d: its handlers' events do not make its final caches within 10 s: %v\nstats %+v; %d events in its log, the last %v\n%s\nits log:\n%s",
+				rw.id, diff, w.Stats(), n, last, l.eventsOfKeys(diff), l.log.text())
 			return
 		}
 	}
