@@ -107,17 +107,13 @@ func (l *listener) poke() {
 
 // next waits for deliveries and returns them, oldest first; false when
 // the listener must end: it was ended, the watch is over (ended) and
-// everything queued has run, or done ends (a loop's context), whatever is
-// queued: a loop slower than the bucket's writes always has more waiting.
+// everything queued has run, or done ends (a loop's context) while
+// nothing is queued (with deliveries queued, the loop sees its context
+// before each event it would yield: Events).
 func (l *listener) next(ended, done <-chan struct{}) ([]delivery, bool) {
 	for {
 		if l.state.Load() >= listenerEnding {
 			return nil, false
-		}
-		select {
-		case <-done:
-			return nil, false
-		default:
 		}
 		l.mu.Lock()
 		items := l.items

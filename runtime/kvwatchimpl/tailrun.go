@@ -116,6 +116,7 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 // most as many as those in scope (readpath.go), so a cache may get room
 // for up to twice its keys: the map's slots, not the entries.
 func (w *Watcher) reserveCaches(n uint64) {
+	w.reserved = true
 	w.state.mu.Lock()
 	defer w.state.mu.Unlock()
 	for _, b := range w.bindings {
@@ -126,6 +127,10 @@ func (w *Watcher) reserveCaches(n uint64) {
 // fitCaches gives back the room reserveCaches made that the state did
 // not need (Cache.fitLocked), as the catch-up ends.
 func (w *Watcher) fitCaches() {
+	if !w.reserved {
+		return
+	}
+	w.reserved = false
 	w.state.mu.Lock()
 	defer w.state.mu.Unlock()
 	for _, b := range w.bindings {

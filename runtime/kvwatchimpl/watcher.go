@@ -157,6 +157,10 @@ type Watcher struct {
 	verifyStream bool
 	// tailStoppable mirrors stopTail != nil (see setTailStop).
 	tailStoppable bool
+	// reserved is set while caches hold room reserveCaches made, until
+	// fitCaches (event goroutine only): the end of every other catch-up
+	// takes no lock for it.
+	reserved bool
 	// otherStream is set while the watcher re-lists a stream other than
 	// the one its caches come from (a resumed watcher's bucket made again,
 	// a stream that went back): the revisions of the cached entries say
