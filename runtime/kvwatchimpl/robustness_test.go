@@ -402,8 +402,11 @@ func (d *robustDriver) converge(rw *robustWatcher) {
 	for time.Now().Before(deadline) {
 		d.reviveEnded() // a bucket recreated at the end ends a watch late
 		w, l := rw.watcher()
+		l.mu.Lock()
+		stopped := l.stopAt >= 0 // by a callback: its handlers end where it did, its caches may go on; reviveEnded starts the next life once it is done
+		l.mu.Unlock()
 		cp, err := w.Checkpoint()
-		if err == nil {
+		if err == nil && !stopped {
 			cp.Revision = ^uint64(0) // the final state
 			if diff = stateDiff(d.run.hist, d.run.hist.currentEpoch(), cp, false); len(diff) == 0 {
 				l.mu.Lock()
