@@ -55,6 +55,13 @@ func (w *Watcher) Checkpoint() (Checkpoint, error) {
 	if !w.isSynced() {
 		return Checkpoint{}, kvwatch.ErrNotSynced
 	}
+	return w.checkpoint()
+}
+
+// checkpoint is Checkpoint whether or not the watcher is synced yet: at
+// the first sync point, the test hook's (syncPoint) is taken before the
+// watcher is marked synced.
+func (w *Watcher) checkpoint() (Checkpoint, error) {
 	cp := Checkpoint{Kinds: make([]any, len(w.bindings)), KindNames: make([]string, len(w.bindings))}
 	w.state.mu.RLock()
 	if w.state.rescoping {

@@ -290,20 +290,3 @@ func (c *eventCall[K, V]) run() {
 	*c = eventCall[K, V]{} // nothing of the event stays reachable from the pool
 	b.calls.Put(c)
 }
-
-// syncRegistrations marks every registration synced: their OnSynced are
-// queued after everything up to the sync point. It returns the
-// registrations and, for each, a channel closed once it has run its
-// OnSynced.
-func (w *Watcher) syncRegistrations() ([]*Registration, []chan struct{}) {
-	w.state.mu.Lock()
-	defer w.state.mu.Unlock()
-	w.regsSynced = true
-	regs := *w.listening.Load()
-	reached := make([]chan struct{}, len(regs))
-	for i, r := range regs {
-		reached[i] = make(chan struct{})
-		r.markSynced(reached[i])
-	}
-	return regs, reached
-}

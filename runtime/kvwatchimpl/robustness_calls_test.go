@@ -160,6 +160,14 @@ func (rw *robustWatcher) calls(where callee, l *life, w *kvwatchimpl.Watcher) {
 			rw.run.violation("watcher %d: WaitSynced from %s returned, not synced", rw.id, where)
 		case err != nil && !ended(err):
 			rw.run.violation("watcher %d: WaitSynced from %s: %v", rw.id, where, err)
+		case err == nil:
+			// The sync point is one step: every registration there was
+			// when WaitSynced returned is synced (docs/watching.md).
+			for _, g := range l.registrations() {
+				if r := g.reg.Load(); r != nil && g.live() && !r.Synced() {
+					rw.run.violation("watcher %d: WaitSynced from %s returned, a registration (%s) not synced", rw.id, where, g.plan.how)
+				}
+			}
 		}
 	case callWaitRevision:
 		epoch, rev := rw.run.hist.newest()

@@ -176,7 +176,14 @@ func (rw *robustWatcher) addRegistration(l *life, w *kvwatchimpl.Watcher, plan r
 		return
 	}
 	g := newRReg(plan)
-	r, err := w.AddHandlers(g.handlers(rw, l, w), g.synced, func(err error) { g.note("its onError: %v", err) })
+	wasSynced := w.Synced()
+	onSynced := func() {
+		g.synced()
+		if !w.Synced() {
+			g.note("its OnSynced ran, the watcher not synced")
+		}
+	}
+	r, err := w.AddHandlers(g.handlers(rw, l, w), onSynced, func(err error) { g.note("its onError: %v", err) })
 	if err != nil {
 		// It fails once the watch has ended: stopped, or on its own (the
 		// error it ended on; its goroutines may still run its last events).
@@ -187,11 +194,16 @@ func (rw *robustWatcher) addRegistration(l *life, w *kvwatchimpl.Watcher, plan r
 	}
 	g.reg.Store(r)
 	g.mu.Lock()
-	probed := g.probed
+	probed, snapshotSynced := g.probed, g.state.Synced
 	g.mu.Unlock()
 	if !probed {
 		rw.run.violation("watcher %d: AddHandlers returned without attaching its handlers", rw.id)
 		return
+	}
+	if (wasSynced || snapshotSynced) && !r.Synced() {
+		// The sync point is one step (docs/watching.md): a registration
+		// added on a synced watcher is synced when AddHandlers returns.
+		rw.run.violation("watcher %d: AddHandlers (%s) on a synced watcher returned a registration not synced", rw.id, plan.how)
 	}
 	l.mu.Lock()
 	l.regs = append(l.regs, g)

@@ -239,6 +239,9 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 	opts = append(opts,
 		kvwatch.WithLogger(slog.New(&l.log)),
 		kvwatchimpl.OnSynced(func() {
+			if w := self.Load(); w != nil && !w.Synced() {
+				rw.run.violation("watcher %d: its OnSynced ran, the watcher not synced", rw.id)
+			}
 			l.mu.Lock()
 			l.syncedAt = len(l.events)
 			l.mu.Unlock()

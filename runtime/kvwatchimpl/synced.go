@@ -10,17 +10,43 @@ import (
 // This file is what being synced means to callers: the moment a catch-up
 // plan (catchup.go) finishes, OnSynced, and the calls that wait for it.
 
-// markSynced records that the watcher is synced, once, queues OnSynced,
-// and holds the caches there until it has run (holdSyncPoint).
+// markSynced takes the watcher to its first sync point, once, and holds
+// the caches there until every listener has run its OnSynced
+// (holdSyncPoint).
+//
+// The sync point is one step for every caller (docs/watching.md, "The
+// sync point"): under one write lock of the state, with the caches exact
+// at the watcher's revision, the watcher and every registration become
+// synced and each registration's OnSynced is queued after its initial
+// events. So no caller sees the watcher synced while a registration is
+// not: WaitSynced returning means every registration then present is
+// synced, and one added after is synced when AddHandlers returns (its
+// replay, then its OnSynced). The test hook's call (syncPoint) is queued
+// first, before the watcher's own OnSynced.
 func (w *Watcher) markSynced() {
 	w.syncOnce.Do(func() {
-		rev := w.revision()
-		w.stats.pending.Store(0)
-		close(w.synced)
-		w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.bucket), slog.Uint64("revision", rev))
 		w.syncPoint()
-		w.holdSyncPoint(w.syncRegistrations())
+		w.holdSyncPoint(w.reachSyncPoint())
 	})
+}
+
+// reachSyncPoint is the step of markSynced under the state lock. It
+// returns the registrations and, for each, a channel closed once it has
+// run its OnSynced.
+func (w *Watcher) reachSyncPoint() ([]*Registration, []chan struct{}) {
+	w.state.mu.Lock()
+	defer w.state.mu.Unlock()
+	w.regsSynced = true
+	regs := *w.listening.Load()
+	reached := make([]chan struct{}, len(regs))
+	for i, r := range regs {
+		reached[i] = make(chan struct{})
+		r.markSynced(reached[i])
+	}
+	w.stats.pending.Store(0)
+	close(w.synced)
+	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.bucket), slog.Uint64("revision", w.state.revision))
+	return regs, reached
 }
 
 // holdSyncPoint keeps the caches at the sync point until every listener
@@ -58,7 +84,7 @@ func (w *Watcher) syncPoint() {
 	if f == nil {
 		return
 	}
-	cp, err := w.Checkpoint()
+	cp, err := w.checkpoint()
 	if err != nil {
 		return
 	}

@@ -80,9 +80,10 @@ type Watcher struct {
 	// anchors are the newest entries applied: what tells a stream that
 	// went back (rewind.go).
 	anchors anchors
-	// regsSynced is set once the watcher is synced: a registration added
-	// later syncs after its replay, one added before with the others
-	// (registration.go).
+	// regsSynced is set in the step that makes the watcher synced
+	// (reachSyncPoint, synced.go): a registration added later is synced
+	// when added, its OnSynced after its replay; one added before is
+	// synced in that step with the others.
 	regsSynced bool
 
 	// Guarded by mu.
