@@ -3,7 +3,6 @@ package kvwatchimpl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -36,8 +35,9 @@ type tailConsumer struct {
 	prefix string
 	serial int
 	// gone holds consumers replaced but not yet deleted from the server:
-	// the next one is created only once they are (event goroutine only).
-	gone []string
+	// the next one is created only once they are (event goroutine only;
+	// consumerdelete.go).
+	gone []retiredConsumer
 	// attempts is how many creation requests the last start took.
 	attempts int
 	// name is the consumer on the server now, "" when none; guarded by
@@ -87,7 +87,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 			// new consumer (the server refuses to move one), and the
 			// name tried before is deleted in case a late answer made it.
 			if sent {
-				c.gone = append(c.gone, name)
+				c.retireUnanswered(name, filters, from)
 			}
 			c.serial++
 			name, from, sent = c.prefix+"_"+strconv.Itoa(c.serial), cur, false
@@ -110,14 +110,14 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 		}
 		if ctx.Err() != nil {
 			if sent {
-				c.gone = append(c.gone, name) // a request in flight may still create it
+				c.retireUnanswered(name, filters, from) // a request in flight may still create it
 			}
 			return nil, ctx.Err()
 		}
 		err = c.w.consumerErr(err)
 		if perr := c.w.permissionError(); perr != nil || terminal(err) {
 			if sent {
-				c.gone = append(c.gone, name) // in case a late answer made it
+				c.retireUnanswered(name, filters, from) // in case a late answer made it
 			}
 			if perr != nil {
 				return nil, perr
@@ -138,7 +138,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 		bridge()
 		if !sleep(ctx, wait) {
 			if sent {
-				c.gone = append(c.gone, name)
+				c.retireUnanswered(name, filters, from)
 			}
 			return nil, ctx.Err()
 		}
@@ -171,32 +171,6 @@ func (c *tailConsumer) config(name string, filters []string, at consumerStart) j
 	return cfg
 }
 
-// retire marks the current consumer for deletion.
-func (c *tailConsumer) retire() {
-	c.mu.Lock()
-	name := c.name
-	c.name = ""
-	c.mu.Unlock()
-	if name != "" {
-		c.gone = append(c.gone, name)
-	}
-}
-
-// deleteGone deletes the retired consumers, each request waiting at most
-// timeout; it stops at the first that fails.
-func (c *tailConsumer) deleteGone(ctx context.Context, timeout time.Duration) error {
-	for len(c.gone) > 0 {
-		dctx, cancel := context.WithTimeout(ctx, timeout)
-		err := c.w.js.DeleteConsumer(dctx, c.w.stream, c.gone[0])
-		cancel()
-		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return fmt.Errorf("deleting the replaced consumer %s: %w", c.gone[0], err)
-		}
-		c.gone = c.gone[1:]
-	}
-	return nil
-}
-
 // createTimeout is how long attempt (0, 1, ...) of a consumer creation
 // request may take before it is sent again. The server checks every pair
 // of filters when it creates a consumer, estimated here at 55 ns a pair
@@ -218,19 +192,6 @@ func createTimeout(filters, attempt int) time.Duration {
 
 // maxCreateTimeout bounds the wait for one creation request.
 const maxCreateTimeout = 30 * time.Second
-
-// delete removes the current consumer and the retired ones from the
-// server, waiting at most two seconds in all. A consumer that cannot be
-// deleted now (its server unreachable) is left to its inactive threshold.
-func (c *tailConsumer) delete() {
-	c.retire()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.deleteGone(ctx, 2*time.Second); err != nil {
-		c.w.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "kvwatch: deleting the consumer", slog.Any("error", err))
-		c.gone = nil
-	}
-}
 
 // sleep waits d or until ctx ends; it reports whether d passed.
 func sleep(ctx context.Context, d time.Duration) bool {
