@@ -27,24 +27,31 @@ import (
 // get. Once sealed, the tail replaces the consumer by one on the
 // watcher's filters (tailOnce).
 //
-// The share is estimated without reading: a sample of the filters,
-// spread over them, is counted by one request (directget.CountLatest),
-// as many filters as hold the share's part of 1,024 keys when the scopes
-// hold the share, so that a request refused for matching more than 1,024
-// says "enough" without the server reading anything. Where even one
-// filter must hold more than that, the first request of the read tells
-// first: a state that fits one answer is read by it, whatever the share
-// (no count is sent: a node watching a few tenants of a large bucket
-// pays nothing), and only a refused one is counted, message by message.
+// The share is counted without reading, over every filter, never from
+// some of them: one large tenant beside small ones is the usual mix, and
+// any part of the filters may hold it. When the share is at most 1,024
+// keys (a bucket of at most 2,048), the first request of the read tells:
+// a state that fits one answer is read by it, and one refused for
+// matching more than 1,024 keys holds more than the share (no count is
+// sent: a node watching a few tenants of a large bucket pays nothing).
+// Beyond, a refused read is counted message by message (CountMessages, a
+// request per filter, each answered by a count), against the stream's
+// messages: the share is then the filters' share of the bucket's
+// messages, each key's history included, which is its share of keys
+// when the keys were overwritten alike. A watcher of more than
+// messagesSample filters counts messagesSample of them, spread over the
+// filters, and scales: an estimate, off by how unlike the uncounted
+// filters are to the counted (docs/watching.md, "The initial read").
 
 // consumerShare is the share of the bucket's keys that the watcher's
 // filters must hold for its consumer to read their state.
 const consumerShare = 0.5
 
 // messagesSample bounds how many filters are counted message by message
-// (CountMessages, a request each) when one filter is too dense to count
-// by keys.
-const messagesSample = 4
+// (CountMessages, a request each, sent one after the other): a watcher of
+// up to that many filters (32 scopes of a key and the keys under it) is
+// counted exactly.
+const messagesSample = 64
 
 // readChoice is what the counts of a read's choice found (readState).
 type readChoice struct {
@@ -71,29 +78,26 @@ func (w *Watcher) chooseReader(dg *directget.Getter, st jetstream.StreamState, r
 	every := w.cfg.ReadPath == "choose"
 	f := len(w.filters)
 	keys := max(st.NumSubjects, 1) // every key has a subject, a deleted one its marker's
-	// The sample whose keys reach the share's part of 1,024 keys.
-	n := int(directget.MaxMultiLastSubjects * float64(f) / (consumerShare * float64(keys)))
+	need := consumerShare * float64(keys)
 	switch {
-	case f == 1 || (n >= f && !every):
+	case f == 1 || (need <= directget.MaxMultiLastSubjects && !every):
 		// Refused: more than 1,024 keys, at least the share.
 		return readChoice{consumer: refused, told: refused}, nil
-	case n >= 2 || every:
-		n = min(max(n, 2), f)
-		need := consumerShare * float64(keys) * float64(n) / float64(f)
-		counted, more, err := dg.CountLatest(directget.Sample(w.filters, n))
+	case every:
+		counted, more, err := dg.CountLatest(w.filters)
 		if err != nil {
 			return readChoice{}, err
 		}
 		if !more || need <= directget.MaxMultiLastSubjects {
 			consumer := more || float64(counted) >= need
-			w.logChoice(st, n, counted, consumer)
+			w.logChoice(st, f, counted, consumer)
 			return readChoice{consumer: consumer, told: true}, nil
 		}
 	case !refused:
 		return readChoice{}, nil // the first request tells first
 	}
-	// The share needs filters of more than 1,024 keys each: count their
-	// messages, against the stream's.
+	// The share is more than 1,024 keys: count the filters' messages,
+	// against the stream's.
 	sample := directget.Sample(w.filters, messagesSample)
 	var counted uint64
 	for _, s := range sample {
