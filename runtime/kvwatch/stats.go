@@ -125,8 +125,11 @@ type Stats struct {
 	// WaitRevision, SetScopes).
 	Queued uint64
 	// Received counts the entries received from the server: initial
-	// state reads and consumer messages. It is what watching costs the
-	// network; re-scoping adds only the added scopes' entries to it.
+	// state reads and consumer messages, those the watcher then passes
+	// over included (the keys of other scopes a whole-bucket read
+	// delivers, entries a seal had delivered already). It is what
+	// watching costs the network; re-scoping adds only the added scopes'
+	// entries to it.
 	Received uint64
 	// Synced reports whether the initial state has been delivered.
 	Synced bool

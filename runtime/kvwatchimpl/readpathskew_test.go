@@ -34,6 +34,11 @@ func TestStateReadJudgesSkewedScopes(t *testing.T) {
 			if got, want := routes.Cache().Len(), c.sizes["a"]+c.sizes["b"]; got != want {
 				t.Errorf("%d routes cached, want %d", got, want)
 			}
+			// What the server sent: the whole bucket, when the consumer
+			// read it, the keys of other scopes included.
+			if all := uint64(len(ws)); c.path == "consumer" && w.Stats().Received < all {
+				t.Errorf("Received = %d after the consumer read the bucket's %d entries", w.Stats().Received, all)
+			}
 		})
 	}
 }

@@ -198,6 +198,7 @@ func (r *tailRun) entry(msg *nats.Msg) (e rawEntry, hdr nats.Header, ok bool, er
 	}
 	r.lastSeq, r.pending = meta.consumerSeq, meta.pending
 	w := r.w
+	w.stats.received.Add(1) // sent by the server, whether kept or passed over below
 	w.stats.pending.Store(meta.pending)
 	rev := meta.streamSeq
 	if rev <= r.plan.from && !r.plan.lastPerSubject {
@@ -216,7 +217,6 @@ func (r *tailRun) entry(msg *nats.Msg) (e rawEntry, hdr nats.Header, ok bool, er
 		}
 		return rawEntry{}, nil, false, nil
 	}
-	w.stats.received.Add(1)
 	hdr = msg.Header
 	op, marker := entryOp(hdr)
 	return rawEntry{
