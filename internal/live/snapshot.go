@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/internal/kvheaders"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
@@ -177,12 +178,6 @@ func entryOf(msg *nats.Msg, prefix string) (entry, error) {
 		return entry{}, fmt.Errorf("direct get answered %s without a revision", subject)
 	}
 	created, _ := time.Parse(time.RFC3339Nano, msg.Header.Get("Nats-Time-Stamp"))
-	op := kvwatch.OpPut
-	switch msg.Header.Get("KV-Operation") {
-	case "DEL":
-		op = kvwatch.OpDelete
-	case "PURGE":
-		op = kvwatch.OpPurge
-	}
+	op, _ := kvheaders.EntryOp(msg.Header) // the server's TTL and limit markers too, as the watcher reads them
 	return entry{Key: key, Revision: rev, Op: op, Created: created, Data: msg.Data}, nil
 }

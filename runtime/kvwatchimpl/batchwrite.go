@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/internal/kvheaders"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvclient"
 )
 
@@ -60,9 +61,9 @@ func BatchUpdate[K comparable, V any](b *Batch, kind *Kind[K, V], key K, value V
 // which drops its history too).
 func BatchDelete[K comparable, V any](b *Batch, kind *Kind[K, V], key K, purge bool) {
 	k, err := checkedKey(kind, key)
-	h := nats.Header{kvOperationHeader: {"DEL"}}
+	h := nats.Header{kvheaders.Operation: {"DEL"}}
 	if purge {
-		h = nats.Header{kvOperationHeader: {"PURGE"}, jetstream.MsgRollup: {jetstream.MsgRollupSubject}}
+		h = nats.Header{kvheaders.Operation: {"PURGE"}, jetstream.MsgRollup: {jetstream.MsgRollupSubject}}
 	}
 	b.add(k, nil, h, err)
 }

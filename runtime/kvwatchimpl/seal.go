@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/internal/kvheaders"
 	"github.com/kvwatchgen/kvwatchgen/runtime/internal/subjects"
 )
 
@@ -251,6 +252,6 @@ func (w *Watcher) msgGetNext(ctx context.Context, seq uint64, subject string) (e
 	if !ok {
 		return rawEntry{}, false, fmt.Errorf("stream message get: subject %q is not in the bucket", m.Subject)
 	}
-	op, marker := entryOp(hdr)
+	op, marker := kvheaders.EntryOp(hdr)
 	return rawEntry{key: key, value: m.Data, op: op, marker: marker, revision: m.Sequence, created: m.Time}, true, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/kvwatchgen/kvwatchgen/internal/kvheaders"
 )
 
 // tailRun is one consumer's run of the tail (tailOnce): the consumer's
@@ -218,7 +220,7 @@ func (r *tailRun) entry(msg *nats.Msg) (e rawEntry, hdr nats.Header, ok bool, er
 		return rawEntry{}, nil, false, nil
 	}
 	hdr = msg.Header
-	op, marker := entryOp(hdr)
+	op, marker := kvheaders.EntryOp(hdr)
 	return rawEntry{
 		key:      key,
 		value:    msg.Data,
