@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kvwatchgen/kvwatchgen/examples/fleet/fleetkv"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
@@ -101,6 +103,43 @@ func TestToolsGiveTheGeneratedCodesTexts(t *testing.T) {
 		}
 		if want := "kvwatchgen watch: network: " + getErr.Error() + "\n"; !strings.Contains(werrOut.String(), want) {
 			t.Errorf("%s: watch does not say\n%s\nits stderr:\n%s", e.key, want, werrOut)
+		}
+	}
+}
+
+// A missing bucket reads the same from Open…Bucket, Watch… and the
+// command, and says what to do; only the knobs are named as each has them
+// (options in a program, flags on the command line).
+func TestMissingBucketOneText(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, js := kvwatchtest.Connect(t, s)
+	ctx := t.Context()
+	_, openErr := fleetkv.OpenNetworkBucket(ctx, js)
+	_, watchErr := fleetkv.WatchNetwork(ctx, js, fleetkv.NetworkScopes{VPC: []string{"blue"}}, fleetkv.NetworkHandlers{})
+	if openErr == nil || watchErr == nil {
+		t.Fatalf("Open: %v; Watch: %v; want both to fail", openErr, watchErr)
+	}
+	want := "kvwatch: bucket network (stream KV_network) not found on " + s.ClientURL() +
+		": create it (the generated CreateOrUpdate…Bucket), or name the live bucket (kvclient.WithBucketName and kvwatch.WithBucket)," +
+		" or connect where it is (the connection's URL, or jetstream.NewWithDomain): nats: bucket not found"
+	for _, err := range []error{openErr, watchErr} {
+		if err.Error() != want {
+			t.Errorf("got  %s\nwant %s", err, want)
+		}
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			t.Errorf("%v does not match jetstream.ErrBucketNotFound", err)
+		}
+	}
+	cmdWant := strings.NewReplacer("kvwatch: ", "",
+		"(kvclient.WithBucketName and kvwatch.WithBucket)", "(-bucket SCHEMA=LIVE)",
+		"(the connection's URL, or jetstream.NewWithDomain)", "(-server, -context)").Replace(want)
+	for _, sub := range []string{"verify", "watch"} {
+		env, _, errOut := testEnv(t)
+		if code := run(t, env, sub, "-schema", fleetSchema, "-server", s.ClientURL()); code != ExitUsage {
+			t.Errorf("%s: exit %d, want %d", sub, code, ExitUsage)
+		}
+		if !strings.Contains(errOut.String(), cmdWant+"\n") {
+			t.Errorf("%s says\n%s\nwant\n%s", sub, errOut, cmdWant)
 		}
 	}
 }
