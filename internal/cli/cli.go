@@ -97,7 +97,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 		return ExitError
 	}
-	files, err := gen.Generate(s)
+	folder, err := gen.InspectFolder(dir, s.Package)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
+		return ExitError
+	}
+	files, err := gen.Generate(s, gen.Options{Schema: filepath.Base(*schemaPath), NoPackageDoc: folder.PackageDoc != ""})
 	if err != nil {
 		fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
 		return ExitError
