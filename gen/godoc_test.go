@@ -189,3 +189,36 @@ buckets:
 		t.Errorf("the bucket's doc does not say %q:\n%s", want, files[1].Content)
 	}
 }
+
+// A scope field's doc says what the runtime watches for a value: the key
+// equal to the prefix only where a key template equals it, the keys under
+// it only where a template extends it (docs/schema.md, Scopes).
+func TestScopeDocSaysWhatIsWatched(t *testing.T) {
+	files := generate(t, `version: 1
+package: p
+buckets:
+  - bucket: cfg
+    keys:
+      - {name: Setting, key: "cfg.{service}.{name}", value: string, codec: string}
+      - {name: Node, key: "node.{id}", value: string, codec: string}
+      - {name: NodeTag, key: "node.{id}.tag.{tag}", value: string, codec: string}
+      - {name: Host, key: "host.{h}", value: string, codec: string}
+    scopes:
+      - {name: Service, prefix: "cfg.{service}"}
+      - {name: Node, prefix: "node.{id}"}
+      - {name: Host, prefix: "host.{h}"}
+`)
+	text := strings.Join(strings.Fields(strings.ReplaceAll(string(files[1].Content), "//", "")), " ")
+	for _, want := range []string{
+		`Service watches the entries under "cfg.{service}.", for each listed service; not the key "cfg.{service}" itself, which no key template makes.`,
+		`Node watches the entries under "node.{id}." and the key "node.{id}" itself (Node), for each listed id.`,
+		`Host watches the key "host.{h}" (Host), for each listed h; nothing under it, which no key template makes.`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the generated scopes do not say:\n%s", want)
+		}
+	}
+	if strings.Contains(text, "a key equal to a scope prefix included") {
+		t.Error("the scopes' doc says a key equal to a prefix is always included")
+	}
+}

@@ -203,17 +203,17 @@ var kvwAppSpec = kvwatchimpl.BucketSpec{
 }
 
 // AppScopes selects what an AppWatcher watches: every entry under any of the
-// listed scope values (a key equal to a scope prefix included). Overlapping
-// values are fine: each change is still delivered once. The zero value
-// watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
-// *kvwatch.ScopeError.
+// listed scope values, as each field says (a key equal to a scope's prefix
+// only where a key template equals that prefix). Overlapping values are fine:
+// each change is still delivered once. The zero value watches nothing, never
+// the whole bucket; set All for that. Values are checked before anything is
+// sent: a value that is empty or holds '.', '*', '>', whitespace or other
+// characters outside [-/_=A-Za-z0-9] is a *kvwatch.ScopeError.
 type AppScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// All_ watches the entries under "str.{string}", for each listed
-	// string.
+	// All_ watches the key "str.{string}" (Str), for each listed string;
+	// nothing under it, which no key template makes.
 	All_ []string
 }
 

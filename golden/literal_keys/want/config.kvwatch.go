@@ -161,19 +161,22 @@ var kvwConfigSpec = kvwatchimpl.BucketSpec{
 }
 
 // ConfigScopes selects what a ConfigWatcher watches: every entry under any of
-// the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
+// the listed scope values, as each field says (a key equal to a scope's
+// prefix only where a key template equals that prefix). Overlapping values
+// are fine: each change is still delivered once. The zero value watches
+// nothing, never the whole bucket; set All for that. Values are checked
+// before anything is sent: a value that is empty or holds '.', '*', '>',
+// whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type ConfigScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// Config watches the entries under "config".
+	// Config watches the entries under "config."; not the key "config"
+	// itself, which no key template makes.
 	Config bool
-	// Region watches the entries under "config.region.{region}", for each
-	// listed region.
+	// Region watches the entries under "config.region.{region}.", for
+	// each listed region; not the key "config.region.{region}" itself,
+	// which no key template makes.
 	Region []string
 }
 

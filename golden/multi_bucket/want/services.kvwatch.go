@@ -123,17 +123,18 @@ var kvwServicesSpec = kvwatchimpl.BucketSpec{
 }
 
 // ServicesScopes selects what a ServicesWatcher watches: every entry under
-// any of the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
+// any of the listed scope values, as each field says (a key equal to a
+// scope's prefix only where a key template equals that prefix). Overlapping
+// values are fine: each change is still delivered once. The zero value
+// watches nothing, never the whole bucket; set All for that. Values are
 // checked before anything is sent: a value that is empty or holds '.', '*',
 // '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type ServicesScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// Service watches the entries under "svc.{name}", for each listed
-	// name.
+	// Service watches the entries under "svc.{name}." and the key
+	// "svc.{name}" itself (Service), for each listed name.
 	Service []string
 }
 

@@ -74,16 +74,18 @@ var kvwHostsSpec = kvwatchimpl.BucketSpec{
 }
 
 // HostsScopes selects what a HostsWatcher watches: every entry under any of
-// the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
+// the listed scope values, as each field says (a key equal to a scope's
+// prefix only where a key template equals that prefix). Overlapping values
+// are fine: each change is still delivered once. The zero value watches
+// nothing, never the whole bucket; set All for that. Values are checked
+// before anything is sent: a value that is empty or holds '.', '*', '>',
+// whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type HostsScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// DC watches the entries under "dc.{dc}", for each listed dc.
+	// DC watches the entries under "dc.{dc}.", for each listed dc; not
+	// the key "dc.{dc}" itself, which no key template makes.
 	DC []string
 }
 

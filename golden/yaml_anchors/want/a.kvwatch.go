@@ -68,16 +68,17 @@ var kvwASpec = kvwatchimpl.BucketSpec{
 }
 
 // AScopes selects what an AWatcher watches: every entry under any of the
-// listed scope values (a key equal to a scope prefix included). Overlapping
-// values are fine: each change is still delivered once. The zero value
-// watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
-// *kvwatch.ScopeError.
+// listed scope values, as each field says (a key equal to a scope's prefix
+// only where a key template equals that prefix). Overlapping values are fine:
+// each change is still delivered once. The zero value watches nothing, never
+// the whole bucket; set All for that. Values are checked before anything is
+// sent: a value that is empty or holds '.', '*', '>', whitespace or other
+// characters outside [-/_=A-Za-z0-9] is a *kvwatch.ScopeError.
 type AScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// Item watches the entries under "item.{id}", for each listed id.
+	// Item watches the key "item.{id}" (Item), for each listed id;
+	// nothing under it, which no key template makes.
 	Item []string
 }
 
