@@ -51,12 +51,18 @@ func configSettings(c *schema.BucketConfig) []configSetting {
 		{"max_bytes", "MaxBytes", "unlimited", intCode(c.MaxBytes), intText(c.MaxBytes)},
 		{"storage", "Storage", "file", storage, string(c.Storage)},
 		{"replicas", "Replicas", "1", intCode(int64(c.Replicas)), intText(int64(c.Replicas))},
-		{"max_consumers", "MaxConsumers", "kvwatchimpl.DefaultMaxConsumers", intCode(int64(c.MaxConsumers)), intText(int64(c.MaxConsumers))},
+		{"max_consumers", "MaxConsumers", defaultMaxConsumersText, intCode(int64(c.MaxConsumers)), intText(int64(c.MaxConsumers))},
 		{"limit_marker_ttl", "LimitMarkerTTL", "none", durationCode(c.LimitMarkerTTL), durationText(c.LimitMarkerTTL)},
 		{"atomic_batches", "AtomicBatches", "false", boolCode(c.AtomicBatches), strconv.FormatBool(c.AtomicBatches)},
 		{"description", "Description", "none", description, strconv.Quote(c.Description)},
 	}
 }
+
+// defaultMaxConsumersText is the max_consumers CreateOrUpdate…Bucket gives
+// a bucket whose schema declares none: the runtime's
+// kvwatchimpl.DefaultMaxConsumers (TestDefaultMaxConsumersText holds them
+// together), said without naming the runtime's plumbing.
+const defaultMaxConsumersText = "1000 (nats-server 2.15's default per stream, written into the stream)"
 
 // intCode writes v as an untyped constant (jen.Lit would convert an int32
 // or int64), nil for 0: not declared.

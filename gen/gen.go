@@ -45,11 +45,25 @@ type File struct {
 	Content []byte // gofmt-formatted Go source
 }
 
+// Options are what Generate needs to know beyond the schema.
+type Options struct {
+	// Schema is the schema file's base name, which the package comment
+	// names ("kvwatch.yaml" when empty).
+	Schema string
+	// NoPackageDoc leaves the package comment out: a file of the package
+	// that kvwatchgen does not own has one (Folder.PackageDoc).
+	NoPackageDoc bool
+}
+
 // Generate returns the files for s: the shared file, then one per bucket
-// in schema order. The output depends only on s, byte for byte.
-func Generate(s *schema.Schema) ([]File, error) {
+// in schema order. The output depends only on s and opts, byte for byte.
+func Generate(s *schema.Schema, opts ...Options) ([]File, error) {
+	var o Options
+	for _, opt := range opts {
+		o = opt
+	}
 	files := make([]File, 0, 1+len(s.Buckets))
-	shared, err := render(sharedFile(s))
+	shared, err := render(sharedFile(s, o))
 	if err != nil {
 		return nil, fmt.Errorf("gen: %s: %w", SharedFile, err)
 	}
@@ -111,7 +125,7 @@ func rt(name string) *jen.Statement {
 var kvwatchNames = map[string]bool{
 	"Watcher": true, "Cache": true, "Registration": true, "Option": true,
 	"Event": true, "Entry": true, "Item": true, "AnyEvent": true, "SyncedEvent": true,
-	"ParamError": true, "KeyMismatchError": true,
+	"ParamError": true, "KeyMismatchError": true, "Scopes": true,
 }
 
 // kvclientNames are the names of package kvclient generated code uses:
@@ -120,9 +134,13 @@ var kvclientNames = map[string]bool{
 	"ModifyOption": true, "HistoryEntry": true, "BucketOption": true, "OpenOption": true,
 }
 
-// sharedFile holds the version guard and the value types.
-func sharedFile(s *schema.Schema) *jen.File {
+// sharedFile holds the package comment, the version guard and the value
+// types.
+func sharedFile(s *schema.Schema, o Options) *jen.File {
 	f := newFile(s)
+	if !o.NoPackageDoc {
+		f.PackageComment(packageDoc(s, o))
+	}
 	f.Comment(wrap(fmt.Sprintf("This code needs version %d of the generated-code API of the kvwatch runtime. "+
 		"If the build fails on the next lines, the kvwatchgen that generated this package and the "+
 		"github.com/kvwatchgen/kvwatchgen module in go.mod differ; the type in the error names the fix.", GenVersion)))

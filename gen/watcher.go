@@ -18,7 +18,7 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 		if s.Struct == "" {
 			continue
 		}
-		f.Comment(wrap(fmt.Sprintf("%s is one value of scope %s of bucket %s: the entries under %q.", s.Struct, s.GoName, b.Name, s.Prefix.Raw)))
+		f.Comment(wrap(fmt.Sprintf("%s is one value of scope %s of bucket %s (prefix %q; the scopes' field says what it watches).", s.Struct, s.GoName, b.Name, s.Prefix.Raw)))
 		f.Type().Id(s.Struct).StructFunc(func(g *jen.Group) {
 			for _, p := range s.Prefix.Params {
 				g.Id(p.GoName).Add(paramType(p)).Comment("{" + p.Name + "}")
@@ -28,7 +28,7 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 	}
 
 	f.Comment(wrap(fmt.Sprintf("%s selects what %s %s watches: every entry under any of the listed "+
-		"scope values (a key equal to a scope prefix included). Overlapping values are fine: each "+
+		"scope values, as each field says (a key equal to a scope's prefix only where a key template equals that prefix). Overlapping values are fine: each "+
 		"change is still delivered once. The zero value watches nothing, never the whole bucket; "+
 		"set All for that. Values are checked before anything is sent: a value that is empty or "+
 		"holds '.', '*', '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a "+
@@ -37,7 +37,7 @@ func emitScopes(f *jen.File, b *schema.Bucket) {
 		g.Comment("All watches every entry of the bucket.")
 		g.Id("All").Bool()
 		for _, s := range b.Scopes {
-			g.Comment(wrapIndented(scopeFieldDoc(s)))
+			g.Comment(wrapIndented(scopeFieldDoc(b, s)))
 			g.Id(s.Field).Add(scopeFieldType(s))
 		}
 	})
@@ -83,18 +83,58 @@ func scopeFieldType(s *schema.Scope) jen.Code {
 	return jen.Index().Id(s.Struct)
 }
 
-func scopeFieldDoc(s *schema.Scope) string {
+func scopeFieldDoc(b *schema.Bucket, s *schema.Scope) string {
+	var each string
 	switch len(s.Prefix.Params) {
 	case 0:
-		return fmt.Sprintf("%s watches the entries under %q.", s.Field, s.Prefix.Raw)
 	case 1:
-		return fmt.Sprintf("%s watches the entries under %q, for each listed %s.", s.Field, s.Prefix.Raw, s.Prefix.Params[0].Name)
+		each = ", for each listed " + s.Prefix.Params[0].Name
+	default:
+		var names []string
+		for _, p := range s.Prefix.Params {
+			names = append(names, p.Name)
+		}
+		each = ", for each listed (" + strings.Join(names, ", ") + ")"
 	}
-	var names []string
-	for _, p := range s.Prefix.Params {
-		names = append(names, p.Name)
+	exact, deeper := scopeReach(b, s)
+	switch {
+	case len(exact) > 0 && deeper:
+		return fmt.Sprintf("%s watches the entries under %q and the key %q itself (%s)%s.", s.Field, s.Prefix.Raw+".", s.Prefix.Raw, strings.Join(exact, ", "), each)
+	case deeper:
+		return fmt.Sprintf("%s watches the entries under %q%s; not the key %q itself, which no key template makes.", s.Field, s.Prefix.Raw+".", each, s.Prefix.Raw)
 	}
-	return fmt.Sprintf("%s watches the entries under %q, for each listed (%s).", s.Field, s.Prefix.Raw, strings.Join(names, ", "))
+	return fmt.Sprintf("%s watches the key %q (%s)%s; nothing under it, which no key template makes.", s.Field, s.Prefix.Raw, strings.Join(exact, ", "), each)
+}
+
+// scopeReach says what the runtime watches for a value of scope s (its
+// compileScopes): the key equal to the prefix when a template equals it
+// (exact: those kinds), the keys under it when a template extends it
+// (deeper).
+func scopeReach(b *schema.Bucket, s *schema.Scope) (exact []string, deeper bool) {
+	for _, k := range b.Kinds {
+		t := k.Template.Tokens
+		if len(t) < len(s.Prefix.Tokens) || !tokensPrefix(s.Prefix.Tokens, t) {
+			continue
+		}
+		if len(t) == len(s.Prefix.Tokens) {
+			exact = append(exact, k.GoName)
+		} else {
+			deeper = true
+		}
+	}
+	return exact, deeper
+}
+
+// tokensPrefix reports whether prefix is token for token the start of t:
+// equal literals, parameters of the same name (internal/keys.IsPrefix).
+func tokensPrefix(prefix, t []schema.Token) bool {
+	for i, p := range prefix {
+		u := t[i]
+		if (p.Param == nil) != (u.Param == nil) || p.Param == nil && p.Literal != u.Literal || p.Param != nil && p.Param.Name != u.Param.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // emitHandlers writes the handlers struct.

@@ -77,7 +77,7 @@ func (l *loader) schemaFile(root *yaml.Node) *Schema {
 		if v, ok := l.scalar(n, "package"); ok {
 			switch {
 			case !token.IsIdentifier(v) || v == "_":
-				l.add(pos(n), "package %q is not a valid Go package name", v)
+				l.add(pos(n), "package %q is not a valid Go package name: %s", v, packageNameRule(v))
 			case v != strings.ToLower(v):
 				l.add(pos(n), "package %q: Go package names are lower case (try %q)", v, strings.ToLower(v))
 			}
@@ -202,4 +202,24 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// packageNameRule says what a package name is, with a suggestion made of
+// bad's letters and digits where they make one.
+func packageNameRule(bad string) string {
+	rule := "use a lower-case Go identifier (letters, digits and _, starting with a letter; not a Go keyword)"
+	var b strings.Builder
+	for _, r := range strings.ToLower(bad) {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' && b.Len() > 0 {
+			b.WriteRune(r)
+		}
+	}
+	try := b.String()
+	if token.IsKeyword(try) {
+		try += "kv"
+	}
+	if try == "" || !token.IsIdentifier(try) {
+		return rule
+	}
+	return fmt.Sprintf("%s, such as %q", rule, try)
 }

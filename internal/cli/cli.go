@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/kvwatchgen/kvwatchgen/gen"
 	"github.com/kvwatchgen/kvwatchgen/internal/live"
@@ -92,12 +94,25 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		var list schema.ErrorList
 		if errors.As(err, &list) {
 			fmt.Fprintln(stderr, list.Error())
+		} else if errors.Is(err, iofs.ErrNotExist) {
+			fmt.Fprintf(stderr, "kvwatchgen: no schema: %v; give its path with -schema FILE (default kvwatch.yaml, in the current folder)\n", err)
 		} else {
 			fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
 		}
 		return ExitError
 	}
-	files, err := gen.Generate(s)
+	folder, err := gen.InspectFolder(dir, s.Package)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
+		return ExitError
+	}
+	if len(folder.Packages) > 0 {
+		fmt.Fprintf(stderr, "kvwatchgen: %s holds %s, but the schema's package: is %s, and go build refuses a folder of two packages: "+
+			"give the schema their package, or give those files package %s, or generate into another folder with -out\n",
+			dir, strings.Join(folder.Packages, ", "), s.Package, s.Package)
+		return ExitError
+	}
+	files, err := gen.Generate(s, gen.Options{Schema: filepath.Base(*schemaPath), NoPackageDoc: folder.PackageDoc != ""})
 	if err != nil {
 		fmt.Fprintf(stderr, "kvwatchgen: %v\n", err)
 		return ExitError

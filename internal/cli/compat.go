@@ -54,12 +54,17 @@ func runCompat(oldArg, newPath string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvwatchgen: no change from %s to %s\n", oldName, newPath)
 		return ExitOK
 	}
-	summary := fmt.Sprintf("%d breaking, %d accepted, %d notices, %d safe", counts[compat.Breaking], counts[compat.Accepted], counts[compat.Notice], counts[compat.Safe])
+	summary := fmt.Sprintf("%d breaking, %d accepted, %s, %d safe", counts[compat.Breaking], counts[compat.Accepted],
+		plural(counts[compat.Notice], "notice", "notices"), counts[compat.Safe])
 	if compat.Fails(changes) {
 		fmt.Fprintf(stderr, "kvwatchgen: %s is not safe to roll out over %s (%s): see docs/evolution.md; accept a break on purpose under compat: accept: in the schema\n", newPath, oldName, summary)
 		return ExitError
 	}
-	fmt.Fprintf(stderr, "kvwatchgen: %s is safe to roll out over %s (%s)\n", newPath, oldName, summary)
+	safe := "safe"
+	if n := counts[compat.Accepted]; n > 0 {
+		safe += " with " + plural(n, "accepted breaking change", "accepted breaking changes")
+	}
+	fmt.Fprintf(stderr, "kvwatchgen: %s is %s to roll out over %s (%s)\n", newPath, safe, oldName, summary)
 	return ExitOK
 }
 
@@ -86,4 +91,12 @@ func readOld(arg, newPath string) (name string, src []byte, err error) {
 		return "", nil, fmt.Errorf("git show %s:./%s in %s: %w: %s", rev, base, dir, err, strings.TrimSpace(errOut.String()))
 	}
 	return newPath + "@" + rev, out.Bytes(), nil
+}
+
+// plural is n and the noun: one when n is 1, many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

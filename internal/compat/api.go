@@ -94,8 +94,11 @@ func (c *comparison) scopes(ob, nb *schema.Bucket) {
 			c.add(c.inNew(ns.Pos), GoAPI, Breaking, "scope-params", subject,
 				"scope %s's parameters changed from %s to %s: code setting %s.%s no longer compiles", os.GoName, keyFields(os.Prefix), keyFields(ns.Prefix), nb.Names.Scopes, ns.Field)
 		case !templateReads(os.Prefix, ns.Prefix) || !templateReads(ns.Prefix, os.Prefix):
-			c.add(c.inNew(ns.Pos), GoAPI, Breaking, "scope-prefix", subject,
-				"scope %s's prefix changed from %s to %s: old and new watchers narrowed by the same value watch different keys", os.GoName, os.Prefix.Raw, ns.Prefix.Raw)
+			// The code compiles as it did: what breaks is what a watcher
+			// narrowed by the scope reads of the bucket.
+			c.add(c.inNew(ns.Pos), NewReaders, Breaking, "scope-prefix", subject,
+				"scope %s's prefix changed from %s to %s: new watchers narrowed by a value of it watch other keys than old watchers narrowed by the same value (code using %s.%s compiles unchanged)",
+				os.GoName, os.Prefix.Raw, ns.Prefix.Raw, nb.Names.Scopes, ns.Field)
 		}
 	}
 	for _, ns := range nb.Scopes {

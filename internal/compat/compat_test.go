@@ -68,3 +68,63 @@ func TestDefaultMaxConsumersAgreesWithTheRuntime(t *testing.T) {
 		t.Errorf("declaring the runtime's default max_consumers is a change: %v", changes[0])
 	}
 }
+
+// compareFiles compares two schema files.
+func compareFiles(t *testing.T, oldPath, newPath string) []*compat.Change {
+	t.Helper()
+	old, err := schema.LoadFile(oldPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	new, err := schema.LoadFile(newPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compat.Compare(oldPath, old, newPath, new)
+}
+
+// A changed scope prefix breaks what watchers narrowed by the scope read,
+// not the Go API: the code compiles as it did.
+func TestScopePrefixIsClassedByWhatItBreaks(t *testing.T) {
+	changes := compareFiles(t, "../../golden/compat/scope_prefix/old.yaml", "../../golden/compat/scope_prefix/new.yaml")
+	found := false
+	for _, c := range changes {
+		if c.Rule != "scope-prefix" {
+			continue
+		}
+		found = true
+		if c.Class != compat.NewReaders || !strings.Contains(c.Message, "compiles unchanged") {
+			t.Errorf("%s: want class %q, saying the code compiles", c, compat.NewReaders)
+		}
+	}
+	if !found {
+		t.Fatal("no scope-prefix change")
+	}
+}
+
+// A changed key template's unreadable keys are reported only by the
+// watchers they reach: the whole bucket's, and those of scopes holding
+// them; a watcher of a scope that held the old keys only sees nothing.
+func TestKeyTemplateSaysWhichWatchersReport(t *testing.T) {
+	changes := compareFiles(t, "../../golden/compat/key_template_scoped/old.yaml", "../../golden/compat/key_template_scoped/new.yaml")
+	want := map[compat.Class][]string{
+		compat.OldReaders: {"old watchers of the whole bucket or of scope VPC do not read keys new writers write",
+			"old watchers narrowed by scope Routes do not see them at all, and report nothing"},
+		compat.NewReaders: {"new watchers of the whole bucket or of scope VPC do not read keys old writers wrote",
+			"new watchers narrowed by scope Routes do not see them at all, and report nothing"},
+	}
+	for _, c := range changes {
+		if c.Rule != "key-template" {
+			continue
+		}
+		for _, w := range want[c.Class] {
+			if !strings.Contains(c.Message, w) {
+				t.Errorf("%s\ndoes not say %q", c, w)
+			}
+		}
+		delete(want, c.Class)
+	}
+	if len(want) > 0 {
+		t.Errorf("no key-template change of %v", want)
+	}
+}

@@ -77,7 +77,7 @@ func (c *comparison) bucket(ob, nb *schema.Bucket) {
 	}
 	for _, nk := range nb.Kinds {
 		if ok := pairOf[nk]; ok != nil {
-			c.kind(ok, nk, keeps)
+			c.kind(ob, nb, ok, nk, keeps)
 		}
 	}
 	c.crossKinds(ob, nb, pairOf)
@@ -115,8 +115,8 @@ func meetsAny(k *schema.Kind, kinds []*schema.Kind) bool {
 	return false
 }
 
-// kind compares a kind with its old self.
-func (c *comparison) kind(ok, nk *schema.Kind, keeps string) {
+// kind compares a kind of bucket nb with its old self of ob.
+func (c *comparison) kind(ob, nb *schema.Bucket, ok, nk *schema.Kind, keeps string) {
 	where := c.inNew(nk.Pos)
 	switch {
 	case ok.Codec != nk.Codec && rawCodec(ok.Codec) && rawCodec(nk.Codec):
@@ -139,7 +139,7 @@ func (c *comparison) kind(ok, nk *schema.Kind, keeps string) {
 		c.add(where, GoAPI, Breaking, "value-type", nk.GoName,
 			"the value of %s changed from %s to %s: code using %s's values no longer compiles", nk.GoName, goType(ok.Value), goType(nk.Value), nk.GoName)
 	}
-	c.keys(ok, nk, keeps)
+	c.keys(ob, nb, ok, nk, keeps)
 	c.indexes(ok, nk)
 }
 
@@ -160,19 +160,22 @@ func rawCodec(codec schema.Codec) bool {
 	return codec == schema.CodecString || codec == schema.CodecBytes
 }
 
-// keys compares a kind's key template with its old one.
-func (c *comparison) keys(ok, nk *schema.Kind, keeps string) {
+// keys compares a kind's key template with its old one. Which watchers
+// report the keys they cannot read depends on their scopes (reach).
+func (c *comparison) keys(ob, nb *schema.Bucket, ok, nk *schema.Kind, keeps string) {
 	where := c.inNew(nk.Template.Pos)
 	oldReaders, newReaders := templateReads(nk.Template, ok.Template), templateReads(ok.Template, nk.Template)
 	if !oldReaders {
+		see, miss := reach("old", ob, nk.Template, ok.Template)
 		c.add(where, OldReaders, Breaking, "key-template", nk.GoName,
-			"key template of %s changed from %s to %s: old watchers %s keys new writers write, such as %s (%s)",
-			nk.GoName, ok.Template.Raw, nk.Template.Raw, keyEffect(nk.Template, ok.Template), unreadKey(nk.Template, ok.Template), keyError(nk.Template, ok.Template))
+			"key template of %s changed from %s to %s: %s %s keys new writers write, such as %s (%s)%s",
+			nk.GoName, ok.Template.Raw, nk.Template.Raw, see, keyEffect(nk.Template, ok.Template), unreadKey(nk.Template, ok.Template), keyError(nk.Template, ok.Template), miss)
 	}
 	if !newReaders {
+		see, miss := reach("new", nb, ok.Template, nk.Template)
 		c.add(where, NewReaders, Breaking, "key-template", nk.GoName,
-			"key template of %s changed from %s to %s: new watchers %s keys old writers wrote, such as %s (%s); %s",
-			nk.GoName, ok.Template.Raw, nk.Template.Raw, keyEffect(ok.Template, nk.Template), unreadKey(ok.Template, nk.Template), keyError(ok.Template, nk.Template), keeps)
+			"key template of %s changed from %s to %s: %s %s keys old writers wrote, such as %s (%s)%s; %s",
+			nk.GoName, ok.Template.Raw, nk.Template.Raw, see, keyEffect(ok.Template, nk.Template), unreadKey(ok.Template, nk.Template), keyError(ok.Template, nk.Template), miss, keeps)
 	}
 	if oldReaders && newReaders && ok.Template.Raw != nk.Template.Raw && keyFields(ok.Template) == keyFields(nk.Template) {
 		c.add(where, NewReaders, Safe, "key-template", nk.GoName,

@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/internal/errtext"
 )
 
 // connFlags are the connection flags, named as the nats CLI names them.
@@ -183,11 +185,7 @@ func (s *session) explain(ctx context.Context, bucket string, err error) error {
 	case errors.As(err, &denied):
 		return err
 	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrBucketNotFound):
-		where := s.url
-		if s.domain != "" {
-			where += " in JetStream domain " + s.domain
-		}
-		return fmt.Errorf("bucket %s (stream KV_%s) not found on %s: create it (the generated CreateOrUpdate…Bucket), or name the live bucket with -bucket SCHEMA=LIVE, or connect where it is (-server, -context): %w", bucket, bucket, where, jetstream.ErrBucketNotFound)
+		return errtext.BucketNotFound("", bucket, errtext.Where(s.url, s.domain), errtext.Command)
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount), errors.Is(err, nats.ErrNoResponders):
 		msg := fmt.Sprintf("JetStream is not enabled on %s (or not for this account)", s.url)
 		if s.domain != "" {

@@ -40,7 +40,10 @@ func writeDescription(o *options, d *description) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, s.Bucket, s.Schema, mark)
 	}
 	tw.Flush()
-	if differ > 0 {
+	switch {
+	case differ == 1:
+		fmt.Fprintln(w, "  1 setting differs from the schema's (CreateOrUpdate…Bucket sets it)")
+	case differ > 1:
 		fmt.Fprintf(w, "  %d settings differ from the schema's (CreateOrUpdate…Bucket sets them)\n", differ)
 	}
 	fmt.Fprintf(w, "  entries: %d as of revision %d\n", d.Entries, d.Revision)

@@ -213,7 +213,7 @@ func chooseBuckets(s *schema.Schema, flagValue string, one bool) ([]*target, err
 	}
 	var out []*target
 	for _, b := range chosen {
-		ib, err := interp.NewBucket(b)
+		ib, err := interp.NewBucket(s.Package, b)
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", b.Name, err)
 		}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -40,4 +41,13 @@ func (t *table) Flush() {
 		io.WriteString(t.out, strings.TrimRight(line, " \n")+"\n")
 	}
 	t.buf.Reset()
+}
+
+// plural is n and the noun: one when n is 1, many otherwise ("1 entry",
+// "2 entries").
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -30,7 +30,7 @@ func (p *progress) update(done, total int) {
 		return
 	}
 	p.last = time.Now()
-	fmt.Fprintf(p.w, "\r%s: read %d of %d entries\x1b[K", p.what, done, total)
+	fmt.Fprintf(p.w, "\r%s: read %d of %s\x1b[K", p.what, done, plural(total, "entry", "entries"))
 	p.shown = true
 }
 

@@ -168,7 +168,7 @@ func writeSummary(o *options, sum *summary) {
 	if sum.Live != sum.Bucket {
 		fmt.Fprintf(w, " (live bucket %s)", sum.Live)
 	}
-	fmt.Fprintf(w, ", %s, as of revision %d: %d entries, %d problems\n", sum.Scope, sum.Revision, sum.Entries, sum.Problems)
+	fmt.Fprintf(w, ", %s, as of revision %d: %s, %s\n", sum.Scope, sum.Revision, plural(sum.Entries, "entry", "entries"), plural(sum.Problems, "problem", "problems"))
 	tw := newTable(w)
 	fmt.Fprintln(tw, "  KIND\tENTRIES\tPROBLEMS\tCHECKED")
 	for _, k := range sum.Kinds {

@@ -66,6 +66,11 @@ func TestVerifyScopesAndJSON(t *testing.T) {
 		t.Fatalf("blue: exit %d\n%s%s", code, out, errOut)
 	}
 	env, out, errOut = testEnv(t, "NATS_URL="+url)
+	if code := run(t, env, "verify", "-schema", fleetSchema, "-scope", "VPC=green"); code != ExitError ||
+		!strings.Contains(out.String(), ": 2 entries, 1 problem\n") {
+		t.Errorf("green: exit %d, want a summary of 1 problem (singular)\n%s%s", code, out, errOut)
+	}
+	env, out, errOut = testEnv(t, "NATS_URL="+url)
 	if code := run(t, env, "verify", "-schema", fleetSchema, "-scope", "VPC=green,amber", "-json"); code != ExitError {
 		t.Fatalf("green: exit %d\n%s%s", code, out, errOut)
 	}

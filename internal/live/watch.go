@@ -200,7 +200,7 @@ func (w *watchOutput) write(line watchEvent) {
 		return
 	}
 	if line.Type == "synced" {
-		fmt.Fprintf(w.o.env.Stdout, "-- synced at revision %d: %d entries; live changes follow\n", line.Revision, line.Entries)
+		fmt.Fprintf(w.o.env.Stdout, "-- synced at revision %d: %s; live changes follow\n", line.Revision, plural(line.Entries, "entry", "entries"))
 		return
 	}
 	var b strings.Builder

@@ -53,7 +53,7 @@ func TestWatchTailsTyped(t *testing.T) {
 	url, js, kv := filledServerWith(t, 3, 8)
 	env, out, errOut := testEnv(t)
 	stop := startWatch(t, env, "-schema", fleetSchema, "-server", url, "-scope", "VPC=green", "-prev")
-	waitFor(t, out, "-- synced at revision 10: 1 entries; live changes follow\n")
+	waitFor(t, out, "-- synced at revision 10: 1 entry; live changes follow\n")
 	if !strings.Contains(out.String(), "network rev 5 FirewallRule put vpc=green priority=10 (initial) {\"action\":\"allow\",\"cidr\":\"0.0.0.0/0\",\"port\":443}\n") {
 		t.Fatalf("initial state:\n%s", out)
 	}

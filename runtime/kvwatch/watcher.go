@@ -162,5 +162,11 @@ type Registration interface {
 type ScopeSet interface {
 	// KVWatchScopes returns the scope values in the runtime's untyped
 	// form.
-	KVWatchScopes() config.Scopes
+	KVWatchScopes() Scopes
 }
+
+// Scopes is a set of scope values in the runtime's untyped form: what the
+// generated Scopes types (NetworkScopes, …) give the runtime through their
+// KVWatchScopes method. A program builds the generated types, never this;
+// its fields are the runtime's and may change in a minor release.
+type Scopes = config.Scopes

@@ -167,7 +167,7 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, spec *BucketSpec, o
 	}
 	kv, err := js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("kvwatch: bucket %s: %w", name, err)
+		return nil, bucketNotFound(js, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kvwatch: opening bucket %s: %w", name, noJetStream(js, err))

@@ -41,7 +41,7 @@ func openReader(ctx context.Context, js jetstream.JetStream, bucket string) (*bu
 	}
 	stream, err := js.Stream(ctx, "KV_"+bucket)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("%w: %s", jetstream.ErrBucketNotFound, bucket)
+		return nil, bucketNotFound(js, bucket)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kvwatch: bucket %s: %w", bucket, noJetStream(js, err))

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/internal/directget"
+	"github.com/kvwatchgen/kvwatchgen/internal/errtext"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 )
 
@@ -49,6 +50,16 @@ func (w *Watcher) consumerErr(err error) error {
 // AccountInfo maps it. Any other error is returned as it is. Later
 // requests are not mapped: no responders there is a server or a leaf
 // connection going away for a while, and is retried.
+// bucketNotFound is the error of a bucket whose stream js does not find:
+// the text the command gives too (internal/errtext), saying what to do.
+func bucketNotFound(js jetstream.JetStream, bucket string) error {
+	where := ""
+	if nc := js.Conn(); nc != nil {
+		where = errtext.Where(nc.ConnectedUrlRedacted(), js.Options().Domain)
+	}
+	return errtext.BucketNotFound("kvwatch: ", bucket, where, errtext.Program)
+}
+
 func noJetStream(js jetstream.JetStream, err error) error {
 	if !errors.Is(err, nats.ErrNoResponders) {
 		return err

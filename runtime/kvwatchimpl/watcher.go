@@ -593,7 +593,7 @@ func (w *Watcher) keyOf(subject string) (string, bool) {
 // to jetstream.ErrBucketNotFound.
 func (w *Watcher) streamErr(err error) error {
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%w: %s (stream %s)", jetstream.ErrBucketNotFound, w.bucket, w.stream)
+		return bucketNotFound(w.js, w.bucket)
 	}
 	return fmt.Errorf("kvwatch: bucket %s: %w", w.bucket, err)
 }

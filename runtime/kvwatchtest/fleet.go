@@ -153,14 +153,21 @@ func (f *Fleet) ConnectHub(t testing.TB, opts ...nats.Option) (*nats.Conn, jetst
 // gets, stream and consumer requests on the edge) work, and its reply
 // subscriptions stay on the edge; its requests that the hub answers (a
 // write through the mirror-bound KV handle, anything in the hub's domain)
-// get no reply and time out. Use ConnectWriter for those. A
-// nats.CustomInboxPrefix among opts replaces the prefix.
+// get no reply. Use ConnectWriter for those: a write through the returned
+// JetStream context (a KV handle's Put, Create, Update, Delete, Purge, or a
+// Publish) that gets no reply within 3 s fails with an error naming
+// ConnectWriter, whatever its context's deadline. A nats.CustomInboxPrefix
+// among opts replaces the prefix.
 func (e *Edge) Connect(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	if e.inbox != "" {
 		opts = append([]nats.Option{nats.CustomInboxPrefix(e.inbox)}, opts...)
 	}
-	return e.connect(t, opts...)
+	nc, js := e.connect(t, opts...)
+	if e.deniesInbox(nc) {
+		js = watcherJetStream{js}
+	}
+	return nc, js
 }
 
 // ConnectWriter connects to the edge as a fleet node's second connection,

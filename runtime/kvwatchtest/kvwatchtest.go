@@ -1,5 +1,6 @@
-// Package kvwatchtest starts embedded nats-servers with JetStream for
-// tests, in one line, and cleans them up through t.Cleanup:
+// Package kvwatchtest starts embedded nats-servers with JetStream: for
+// tests, in one line, cleaned up through t.Cleanup, and for a program's
+// main while you develop (StartServer, below):
 //
 //	js := kvwatchtest.JetStream(t)                 // server + client
 //	kv := kvwatchtest.Bucket(t, js, "network")     // a fresh KV bucket
@@ -18,8 +19,9 @@
 // Every server listens on random loopback ports and stores its data in
 // t.TempDir(); nothing needs to be installed.
 //
-// StartServer starts one without a testing.TB, for a program's main, and
-// is how every helper here starts its servers:
+// The package is not only for tests: StartServer starts one without a
+// testing.TB, for a program's main (a server to develop against, nothing
+// to install), and is how every helper here starts its servers:
 //
 //	s, stop, err := kvwatchtest.StartServer(nil)   // s.ClientURL(); stop removes the store
 package kvwatchtest

@@ -201,23 +201,25 @@ var kvwNetworkSpec = kvwatchimpl.BucketSpec{
 }
 
 // NetworkScopes selects what a NetworkWatcher watches: every entry under any
-// of the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
+// of the listed scope values, as each field says (a key equal to a scope's
+// prefix only where a key template equals that prefix). Overlapping values
+// are fine: each change is still delivered once. The zero value watches
+// nothing, never the whole bucket; set All for that. Values are checked
+// before anything is sent: a value that is empty or holds '.', '*', '>',
+// whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type NetworkScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// VPC watches the entries under "vpc.{vpc}", for each listed vpc.
+	// VPC watches the entries under "vpc.{vpc}." and the key "vpc.{vpc}"
+	// itself (VPCConfig), for each listed vpc.
 	VPC []string
 }
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s NetworkScopes) KVWatchScopes() kvwatchimpl.Scopes {
-	out := kvwatchimpl.Scopes{All: s.All}
+func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
+	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,

@@ -76,11 +76,12 @@ var kvwRoutesSpec = kvwatchimpl.BucketSpec{
 }
 
 // RoutesScopes selects what a RoutesWatcher watches: every entry under any of
-// the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
+// the listed scope values, as each field says (a key equal to a scope's
+// prefix only where a key template equals that prefix). Overlapping values
+// are fine: each change is still delivered once. The zero value watches
+// nothing, never the whole bucket; set All for that. Values are checked
+// before anything is sent: a value that is empty or holds '.', '*', '>',
+// whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type RoutesScopes struct {
 	// All watches every entry of the bucket.
@@ -89,8 +90,8 @@ type RoutesScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s RoutesScopes) KVWatchScopes() kvwatchimpl.Scopes {
-	out := kvwatchimpl.Scopes{All: s.All}
+func (s RoutesScopes) KVWatchScopes() kvwatch.Scopes {
+	out := kvwatch.Scopes{All: s.All}
 	return out
 }
 

@@ -93,15 +93,16 @@ var kvwMetricsSpec = kvwatchimpl.BucketSpec{
 	Schema: kvwatchimpl.SchemaID{Fingerprint: "5a901dc64136a943"},
 }
 
-// MetricsDayScope is one value of scope Day of bucket metrics: the entries
-// under "tenant.{tenant}.day.{day:int}".
+// MetricsDayScope is one value of scope Day of bucket metrics (prefix
+// "tenant.{tenant}.day.{day:int}"; the scopes' field says what it watches).
 type MetricsDayScope struct {
 	Tenant uint64 // {tenant}
 	Day    int64  // {day}
 }
 
-// MetricsHostScope is one value of scope Host of bucket metrics: the entries
-// under "tenant.{tenant}.day.{day}.host.{host}".
+// MetricsHostScope is one value of scope Host of bucket metrics (prefix
+// "tenant.{tenant}.day.{day}.host.{host}"; the scopes' field says what it
+// watches).
 type MetricsHostScope struct {
 	Tenant uint64 // {tenant}
 	Day    int64  // {day}
@@ -109,31 +110,36 @@ type MetricsHostScope struct {
 }
 
 // MetricsScopes selects what a MetricsWatcher watches: every entry under any
-// of the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
+// of the listed scope values, as each field says (a key equal to a scope's
+// prefix only where a key template equals that prefix). Overlapping values
+// are fine: each change is still delivered once. The zero value watches
+// nothing, never the whole bucket; set All for that. Values are checked
+// before anything is sent: a value that is empty or holds '.', '*', '>',
+// whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type MetricsScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// Tenant watches the entries under "tenant.{tenant}", for each listed
-	// tenant.
+	// Tenant watches the entries under "tenant.{tenant}.", for each
+	// listed tenant; not the key "tenant.{tenant}" itself, which no key
+	// template makes.
 	Tenant []uint64
-	// Day watches the entries under "tenant.{tenant}.day.{day:int}", for
-	// each listed (tenant, day).
+	// Day watches the entries under "tenant.{tenant}.day.{day:int}.", for
+	// each listed (tenant, day); not the key
+	// "tenant.{tenant}.day.{day:int}" itself, which no key template
+	// makes.
 	Day []MetricsDayScope
 	// Host watches the entries under
-	// "tenant.{tenant}.day.{day}.host.{host}", for each listed (tenant,
-	// day, host).
+	// "tenant.{tenant}.day.{day}.host.{host}.", for each listed (tenant,
+	// day, host); not the key "tenant.{tenant}.day.{day}.host.{host}"
+	// itself, which no key template makes.
 	Host []MetricsHostScope
 }
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s MetricsScopes) KVWatchScopes() kvwatchimpl.Scopes {
-	out := kvwatchimpl.Scopes{All: s.All}
+func (s MetricsScopes) KVWatchScopes() kvwatch.Scopes {
+	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Tenant {
 		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
@@ -468,9 +474,9 @@ func (t *MetricsBatch) Commit(ctx context.Context) (uint64, error) {
 // the schema declares, or updates the existing bucket to it, and returns its
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
-// unlimited, storage file, replicas 1, max_consumers
-// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
-// false, description none).
+// unlimited, storage file, replicas 1, max_consumers 1000 (nats-server 2.15's
+// default per stream, written into the stream), limit_marker_ttl none,
+// atomic_batches false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, other metadata) stay. A

@@ -215,34 +215,37 @@ var kvwNetworkSpec = kvwatchimpl.BucketSpec{
 	Schema: kvwatchimpl.SchemaID{Fingerprint: "6ea685a0b4de772b"},
 }
 
-// NetworkRouteScope is one value of scope Route of bucket network: the
-// entries under "vpc.{vpc}.route.{route_id}".
+// NetworkRouteScope is one value of scope Route of bucket network (prefix
+// "vpc.{vpc}.route.{route_id}"; the scopes' field says what it watches).
 type NetworkRouteScope struct {
 	VPC     string // {vpc}
 	RouteID string // {route_id}
 }
 
 // NetworkScopes selects what a NetworkWatcher watches: every entry under any
-// of the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
+// of the listed scope values, as each field says (a key equal to a scope's
+// prefix only where a key template equals that prefix). Overlapping values
+// are fine: each change is still delivered once. The zero value watches
+// nothing, never the whole bucket; set All for that. Values are checked
+// before anything is sent: a value that is empty or holds '.', '*', '>',
+// whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type NetworkScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// VPC watches the entries under "vpc.{vpc}", for each listed vpc.
+	// VPC watches the entries under "vpc.{vpc}." and the key "vpc.{vpc}"
+	// itself (VPC), for each listed vpc.
 	VPC []string
-	// Route watches the entries under "vpc.{vpc}.route.{route_id}", for
-	// each listed (vpc, route_id).
+	// Route watches the entries under "vpc.{vpc}.route.{route_id}." and
+	// the key "vpc.{vpc}.route.{route_id}" itself (Route), for each
+	// listed (vpc, route_id).
 	Route []NetworkRouteScope
 }
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s NetworkScopes) KVWatchScopes() kvwatchimpl.Scopes {
-	out := kvwatchimpl.Scopes{All: s.All}
+func (s NetworkScopes) KVWatchScopes() kvwatch.Scopes {
+	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.VPC {
 		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
@@ -930,9 +933,9 @@ func (t *NetworkBatch) Commit(ctx context.Context) (uint64, error) {
 // the schema declares, or updates the existing bucket to it, and returns its
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
-// unlimited, storage file, replicas 1, max_consumers
-// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
-// false, description none).
+// unlimited, storage file, replicas 1, max_consumers 1000 (nats-server 2.15's
+// default per stream, written into the stream), limit_marker_ttl none,
+// atomic_batches false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, other metadata) stay. A

@@ -237,38 +237,43 @@ var kvwShardsSpec = kvwatchimpl.BucketSpec{
 	Schema: kvwatchimpl.SchemaID{Fingerprint: "b0a09f04d9c8fe34"},
 }
 
-// ShardsShardScope is one value of scope Shard of bucket shards: the entries
-// under "region.{region}.shard.{shard:int}".
+// ShardsShardScope is one value of scope Shard of bucket shards (prefix
+// "region.{region}.shard.{shard:int}"; the scopes' field says what it
+// watches).
 type ShardsShardScope struct {
 	Region string // {region}
 	Shard  int64  // {shard}
 }
 
 // ShardsScopes selects what a ShardsWatcher watches: every entry under any of
-// the listed scope values (a key equal to a scope prefix included).
-// Overlapping values are fine: each change is still delivered once. The zero
-// value watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
+// the listed scope values, as each field says (a key equal to a scope's
+// prefix only where a key template equals that prefix). Overlapping values
+// are fine: each change is still delivered once. The zero value watches
+// nothing, never the whole bucket; set All for that. Values are checked
+// before anything is sent: a value that is empty or holds '.', '*', '>',
+// whitespace or other characters outside [-/_=A-Za-z0-9] is a
 // *kvwatch.ScopeError.
 type ShardsScopes struct {
 	// All watches every entry of the bucket.
 	All bool
-	// Region watches the entries under "region.{region}", for each listed
-	// region.
+	// Region watches the entries under "region.{region}.", for each
+	// listed region; not the key "region.{region}" itself, which no key
+	// template makes.
 	Region []string
 	// Shard watches the entries under
-	// "region.{region}.shard.{shard:int}", for each listed (region,
-	// shard).
+	// "region.{region}.shard.{shard:int}." and the key
+	// "region.{region}.shard.{shard:int}" itself (Shard), for each listed
+	// (region, shard).
 	Shard []ShardsShardScope
-	// Global watches the entries under "global".
+	// Global watches the key "global" (Global); nothing under it, which
+	// no key template makes.
 	Global bool
 }
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s ShardsScopes) KVWatchScopes() kvwatchimpl.Scopes {
-	out := kvwatchimpl.Scopes{All: s.All}
+func (s ShardsScopes) KVWatchScopes() kvwatch.Scopes {
+	out := kvwatch.Scopes{All: s.All}
 	for _, v := range s.Region {
 		out.Values = append(out.Values, kvwatchimpl.ScopeValue{
 			Scope:  0,
@@ -962,9 +967,9 @@ func (t *ShardsBatch) Commit(ctx context.Context) (uint64, error) {
 // schema declares, or updates the existing bucket to it, and returns its
 // client. The schema declares no configuration: every setting takes its
 // default (history 1, ttl none, max_value_size unlimited, max_bytes
-// unlimited, storage file, replicas 1, max_consumers
-// kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl none, atomic_batches
-// false, description none).
+// unlimited, storage file, replicas 1, max_consumers 1000 (nats-server 2.15's
+// default per stream, written into the stream), limit_marker_ttl none,
+// atomic_batches false, description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, other metadata) stay. A

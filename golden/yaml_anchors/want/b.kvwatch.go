@@ -65,12 +65,12 @@ var kvwBSpec = kvwatchimpl.BucketSpec{
 }
 
 // BScopes selects what a BWatcher watches: every entry under any of the
-// listed scope values (a key equal to a scope prefix included). Overlapping
-// values are fine: each change is still delivered once. The zero value
-// watches nothing, never the whole bucket; set All for that. Values are
-// checked before anything is sent: a value that is empty or holds '.', '*',
-// '>', whitespace or other characters outside [-/_=A-Za-z0-9] is a
-// *kvwatch.ScopeError.
+// listed scope values, as each field says (a key equal to a scope's prefix
+// only where a key template equals that prefix). Overlapping values are fine:
+// each change is still delivered once. The zero value watches nothing, never
+// the whole bucket; set All for that. Values are checked before anything is
+// sent: a value that is empty or holds '.', '*', '>', whitespace or other
+// characters outside [-/_=A-Za-z0-9] is a *kvwatch.ScopeError.
 type BScopes struct {
 	// All watches every entry of the bucket.
 	All bool
@@ -78,8 +78,8 @@ type BScopes struct {
 
 // KVWatchScopes converts s for the runtime; with it a cache lists by scope
 // (kvwatch.Cache.In).
-func (s BScopes) KVWatchScopes() kvwatchimpl.Scopes {
-	out := kvwatchimpl.Scopes{All: s.All}
+func (s BScopes) KVWatchScopes() kvwatch.Scopes {
+	out := kvwatch.Scopes{All: s.All}
 	return out
 }
 
@@ -394,8 +394,9 @@ func (t *BBatch) Commit(ctx context.Context) (uint64, error) {
 // declares, or updates the existing bucket to it, and returns its client. The
 // schema declares no configuration: every setting takes its default (history
 // 1, ttl none, max_value_size unlimited, max_bytes unlimited, storage file,
-// replicas 1, max_consumers kvwatchimpl.DefaultMaxConsumers, limit_marker_ttl
-// none, atomic_batches false, description none).
+// replicas 1, max_consumers 1000 (nats-server 2.15's default per stream,
+// written into the stream), limit_marker_ttl none, atomic_batches false,
+// description none).
 //
 // An existing bucket is changed in place, and only where it differs; settings
 // the schema does not govern (compression, placement, other metadata) stay. A

@@ -40,8 +40,10 @@ type Param struct {
 	Value string `json:"value"`
 }
 
-// NewBucket prepares b for reading.
-func NewBucket(b *schema.Bucket) (*Bucket, error) {
+// NewBucket prepares b, a bucket of a schema of package pkg, for reading.
+// pkg names the generated types in decoding errors, as the generated
+// code's errors do.
+func NewBucket(pkg string, b *schema.Bucket) (*Bucket, error) {
 	out := &Bucket{Schema: b}
 	for _, k := range b.Kinds {
 		t, err := kvwatchimpl.CompileTemplate(k.Template.Raw)
@@ -50,7 +52,7 @@ func NewBucket(b *schema.Bucket) (*Bucket, error) {
 		}
 		kind := &Kind{Schema: k, Template: t}
 		if k.Codec == schema.CodecJSON {
-			if kind.value, err = newJSONType(k.Value); err != nil {
+			if kind.value, err = newJSONType(pkg, k.Value); err != nil {
 				return nil, fmt.Errorf("kind %s: %w", k.GoName, err)
 			}
 		}

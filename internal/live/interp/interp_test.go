@@ -18,7 +18,7 @@ func bucketOf(t *testing.T, path string) *interp.Bucket {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := interp.NewBucket(s.Buckets[0])
+	b, err := interp.NewBucket(s.Package, s.Buckets[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func loadSrc(t *testing.T, src string) *interp.Bucket {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := interp.NewBucket(s.Buckets[0])
+	b, err := interp.NewBucket(s.Package, s.Buckets[0])
 	if err != nil {
 		t.Fatal(err)
 	}

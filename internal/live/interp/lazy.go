@@ -40,9 +40,9 @@ func (l *lazy) UnmarshalJSON(data []byte) error {
 // MarshalJSON writes the resolved value.
 func (l lazy) MarshalJSON() ([]byte, error) { return json.Marshal(l.value) }
 
-// resolve decodes the lazies inside v, a value of ref's Go type, and the
-// lazies inside what they decode, in turn.
-func (t *jsonType) resolve(v reflect.Value, ref *schema.TypeRef) error {
+// resolve decodes the lazies inside v, a value of ref's Go type at path
+// in the kind's value, and the lazies inside what they decode, in turn.
+func (t *jsonType) resolve(v reflect.Value, ref *schema.TypeRef, path fieldPath) error {
 	if v.Type() == lazyType {
 		l := v.Addr().Interface().(*lazy)
 		st, err := t.goType(ref)
@@ -52,10 +52,10 @@ func (t *jsonType) resolve(v reflect.Value, ref *schema.TypeRef) error {
 		p := reflect.New(st)
 		for _, raw := range l.raws {
 			if err := json.Unmarshal(raw, p.Interface()); err != nil {
-				return err
+				return t.typeError(err, ref, path)
 			}
 		}
-		if err := t.resolve(p.Elem(), ref); err != nil {
+		if err := t.resolve(p.Elem(), ref, path); err != nil {
 			return err
 		}
 		l.raws, l.value = nil, p.Elem().Interface()
@@ -64,7 +64,7 @@ func (t *jsonType) resolve(v reflect.Value, ref *schema.TypeRef) error {
 	switch ref.Kind {
 	case schema.TypeSlice:
 		for i := range v.Len() {
-			if err := t.resolve(v.Index(i), ref.Elem); err != nil {
+			if err := t.resolve(v.Index(i), ref.Elem, path); err != nil {
 				return err
 			}
 		}
@@ -76,14 +76,14 @@ func (t *jsonType) resolve(v reflect.Value, ref *schema.TypeRef) error {
 		for it := v.MapRange(); it.Next(); {
 			e := reflect.New(v.Type().Elem()).Elem()
 			e.Set(it.Value())
-			if err := t.resolve(e, ref.Elem); err != nil {
+			if err := t.resolve(e, ref.Elem, path); err != nil {
 				return err
 			}
 			v.SetMapIndex(it.Key(), e)
 		}
 	case schema.TypeNamed:
 		for i, f := range ref.Named.Fields {
-			if err := t.resolve(v.Field(i), f.Type); err != nil {
+			if err := t.resolve(v.Field(i), f.Type, path.field(ref.Named, f.JSONName)); err != nil {
 				return err
 			}
 		}

@@ -35,7 +35,7 @@ func TestLaziesDecodeAsEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	missed := 0
 	for levels := 1; levels <= 3; levels++ {
-		jt, err := newJSONType(everything.Value)
+		jt, err := newJSONType("jsonvalues", everything.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

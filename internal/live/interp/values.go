@@ -2,7 +2,6 @@ package interp
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -109,6 +108,8 @@ func (c Coverage) String() string {
 // jsonType is a schema value type's Go type.
 type jsonType struct {
 	ref *schema.TypeRef
+	// pkg is the generated package's name, for error texts.
+	pkg string
 	rt  reflect.Type
 	// levels is how many struct types deep a type is unrolled before a
 	// lazy stands in (see unrollLevels).
@@ -133,11 +134,11 @@ type unrolled struct {
 // tree) doubles it at every level.
 const maxExpansion = 256
 
-// newJSONType builds ref's Go type. reflect.StructOf panics on what it
-// cannot build; a schema that loaded never makes it, but the panic is
-// turned into an error all the same.
-func newJSONType(ref *schema.TypeRef) (t *jsonType, err error) {
-	t = &jsonType{ref: ref, built: map[unrolled]reflect.Type{}}
+// newJSONType builds ref's Go type, of generated package pkg.
+// reflect.StructOf panics on what it cannot build; a schema that loaded
+// never makes it, but the panic is turned into an error all the same.
+func newJSONType(pkg string, ref *schema.TypeRef) (t *jsonType, err error) {
+	t = &jsonType{ref: ref, pkg: pkg, built: map[unrolled]reflect.Type{}}
 	t.levels = unrollLevels(ref)
 	unknown := map[string]bool{}
 	var walk func(r *schema.TypeRef, seen map[*schema.Type]bool)
@@ -259,20 +260,17 @@ func (t *jsonType) of(r *schema.TypeRef, levels int) reflect.Type {
 }
 
 // decode decodes data as encoding/json decodes it into the generated type,
-// with the error the generated codec returns (prefixed "json: ").
+// with the error the generated codec returns: the same text, the generated
+// types named as encoding/json names them (typeerror.go).
 func (t *jsonType) decode(data []byte) (any, error) {
 	p := reflect.New(t.rt)
 	err := json.Unmarshal(data, p.Interface())
-	if err == nil && t.lazy {
-		err = t.resolve(p.Elem(), t.ref)
+	if err != nil {
+		err = t.typeError(err, t.ref, fieldPath{})
+	} else if t.lazy {
+		err = t.resolve(p.Elem(), t.ref, fieldPath{})
 	}
 	if err != nil {
-		// A struct type built at run time has no name: give the error the
-		// value type's, as the generated type's would have.
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Struct == "" && t.ref.Kind == schema.TypeNamed {
-			typeErr.Struct = t.ref.Named.Name
-		}
 		if !strings.HasPrefix(err.Error(), "json: ") {
 			err = fmt.Errorf("json: %w", err)
 		}
