@@ -101,6 +101,11 @@ type Stats struct {
 	// ConsumerResets counts how often the consumer was recreated after a
 	// lost heartbeat, a reconnect or a server restart.
 	ConsumerResets uint64
+	// SilentConnections counts the times the watcher found its connection
+	// silent (up, but a round trip unanswered for 3 s after its
+	// heartbeats stopped or a request went unanswered) and made the
+	// client reconnect (docs/operations.md).
+	SilentConnections uint64
 	// StreamWentBack counts the times the watcher found its stream gone
 	// back in time (it lost acknowledged writes, or was restored from a
 	// backup: *StreamWentBackError) and re-listed.

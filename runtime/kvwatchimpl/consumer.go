@@ -132,6 +132,8 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 		wait := time.Duration(0)
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
+		} else {
+			c.w.leaveIfSilent() // or every request after it goes the same way (silent.go)
 		}
 		c.w.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.bucket),
 			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))

@@ -11,12 +11,13 @@ import (
 // counters are the watcher-wide statistics, updated by the event goroutine
 // (and the listeners, for panics) and read by Stats from any goroutine.
 type counters struct {
-	unknownKeys    atomic.Uint64
-	handlerPanics  atomic.Uint64
-	consumerResets atomic.Uint64
-	pending        atomic.Uint64
-	received       atomic.Uint64
-	wentBack       atomic.Uint64
+	unknownKeys       atomic.Uint64
+	handlerPanics     atomic.Uint64
+	consumerResets    atomic.Uint64
+	silentConnections atomic.Uint64
+	pending           atomic.Uint64
+	received          atomic.Uint64
+	wentBack          atomic.Uint64
 }
 
 // kindCounters are the statistics of one kind.

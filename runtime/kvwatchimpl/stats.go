@@ -6,19 +6,20 @@ import "github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 // goroutine, including handlers.
 func (w *Watcher) Stats() kvwatch.Stats {
 	s := kvwatch.Stats{
-		Bucket:         w.bucket,
-		Kinds:          make(map[string]kvwatch.KindStats, len(w.bindings)),
-		UnknownKeys:    w.stats.unknownKeys.Load(),
-		HandlerPanics:  w.stats.handlerPanics.Load(),
-		ConsumerResets: w.stats.consumerResets.Load(),
-		StreamWentBack: w.stats.wentBack.Load(),
-		Pending:        w.stats.pending.Load(),
-		Received:       w.stats.received.Load(),
-		Synced:         w.isSynced(),
-		Filters:        len(w.currentFilters()),
-		Consumer:       w.consumer.current(),
-		Mirror:         w.mirror.snapshot(),
-		Schema:         w.schemaStats(),
+		Bucket:            w.bucket,
+		Kinds:             make(map[string]kvwatch.KindStats, len(w.bindings)),
+		UnknownKeys:       w.stats.unknownKeys.Load(),
+		HandlerPanics:     w.stats.handlerPanics.Load(),
+		ConsumerResets:    w.stats.consumerResets.Load(),
+		SilentConnections: w.stats.silentConnections.Load(),
+		StreamWentBack:    w.stats.wentBack.Load(),
+		Pending:           w.stats.pending.Load(),
+		Received:          w.stats.received.Load(),
+		Synced:            w.isSynced(),
+		Filters:           len(w.currentFilters()),
+		Consumer:          w.consumer.current(),
+		Mirror:            w.mirror.snapshot(),
+		Schema:            w.schemaStats(),
 	}
 	w.state.mu.RLock()
 	s.LastRevision = w.state.revision

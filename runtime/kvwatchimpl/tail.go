@@ -155,7 +155,10 @@ func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
 			return &errConsumerBroken{why: "reconnected"}
 		case errors.Is(err, errFeedStopped) && w.rescopeWaiting():
 			continue // takeRescopes hands the request over
-		case errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, jetstream.ErrConsumerDeleted),
+		case errors.Is(err, jetstream.ErrNoHeartbeat):
+			w.leaveIfSilent() // a silent connection first, or the next consumer is asked for on it
+			return &errConsumerBroken{why: err.Error()}
+		case errors.Is(err, jetstream.ErrConsumerDeleted),
 			errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, errNoResponders):
 			return &errConsumerBroken{why: err.Error()}
 		default:

@@ -183,6 +183,7 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s kvwatch.Stats, l labe
 	counter(d.unknownKeys, s.UnknownKeys)
 	counter(d.handlerPanics, s.HandlerPanics)
 	counter(d.consumerResets, s.ConsumerResets)
+	counter(d.silentConnections, s.SilentConnections)
 	counter(d.wentBack, s.StreamWentBack)
 	counter(d.received, s.Received)
 	gauge(d.pending, float64(s.Pending))
@@ -232,7 +233,7 @@ func boolValue(b bool) float64 {
 type descs struct {
 	events, dataErrors, cached                           *prometheus.Desc
 	unknownKeys, handlerPanics, consumerResets, received *prometheus.Desc
-	wentBack, queued                                     *prometheus.Desc
+	wentBack, queued, silentConnections                  *prometheus.Desc
 	pending, lastRevision, synced, filters               *prometheus.Desc
 	schemaInfo, schemaBehind                             *prometheus.Desc
 	mirrorStale, mirrorSinceHeard, mirrorLag             *prometheus.Desc
@@ -241,7 +242,7 @@ type descs struct {
 func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.events, d.dataErrors, d.cached,
 		d.unknownKeys, d.handlerPanics, d.consumerResets, d.received,
-		d.wentBack, d.queued,
+		d.wentBack, d.queued, d.silentConnections,
 		d.pending, d.lastRevision, d.synced, d.filters,
 		d.schemaInfo, d.schemaBehind,
 		d.mirrorStale, d.mirrorSinceHeard, d.mirrorLag}
@@ -268,6 +269,8 @@ func newDescs(constLabels prometheus.Labels) descs {
 			"Handler panics recovered (*kvwatch.HandlerError); the watch went on after each."),
 		consumerResets: desc("consumer_resets_total",
 			"Times the watcher recreated its consumer after a lost heartbeat, a reconnect or a server restart."),
+		silentConnections: desc("silent_connections_total",
+			"Times the watcher found its connection up but silent (its heartbeats stopped, a round trip unanswered for 3 s) and made the client reconnect to the next server of its list."),
 		wentBack: desc("stream_went_back_total",
 			"Times the watcher found its bucket's stream gone back in time (the server lost writes it had acknowledged, or was restored from a backup: *kvwatch.StreamWentBackError) and re-listed. Anything above 0 means the server lost data."),
 		queued: desc("queued_events",

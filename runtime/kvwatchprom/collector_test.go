@@ -199,6 +199,7 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 		// The bucket records no schema (kvwatchtest.Bucket made it).
 		"kvwatch_schema_behind" + l("") + " 0",
 		"kvwatch_schema_info" + l(`bucket_fingerprint="",bucket_revision="",fingerprint="`+w.Stats().Schema.Fingerprint+`",revision="`+strconv.Itoa(w.Stats().Schema.Revision)+`",`) + " 1",
+		"kvwatch_silent_connections_total" + l("") + " 0",
 		"kvwatch_stream_went_back_total" + l("") + " 0",
 		"kvwatch_synced" + l("") + " 1",
 		"kvwatch_unknown_keys_total" + l("") + " 1",
@@ -292,8 +293,8 @@ func TestCollectorAddAndRemove(t *testing.T) {
 	if got := series(t, reg, "kvwatch_synced"); !slices.Equal(got, []string{synced[0], synced[2]}) {
 		t.Errorf("after Remove(routing) gathered\n%s", strings.Join(got, "\n"))
 	}
-	if n := testutil.CollectAndCount(c); n != 2*(3*5+12) {
-		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 12 per watcher)", n, 2*(3*5+12))
+	if n := testutil.CollectAndCount(c); n != 2*(3*5+13) {
+		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 13 per watcher)", n, 2*(3*5+13))
 	}
 	if err := c.Add(firewall.Watcher, "routing"); !errors.Is(err, kvwatchprom.ErrDuplicate) {
 		t.Errorf("Add of firewall as routing, while added as firewall = %v, want ErrDuplicate", err)
