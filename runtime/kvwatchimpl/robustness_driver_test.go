@@ -92,9 +92,13 @@ func singleServerEnv(t *testing.T, history int) *robustEnv {
 	cfg := jetstream.KeyValueConfig{Bucket: "network", History: uint8(history)}
 	kvwatchtest.BucketWith(t, js, cfg)
 	mustAllowBatches(t, js)
+	// The watchers connect through two proxies to the server: a link
+	// broken leaves them the other.
+	links := newNetLinks(t, node.ClientURL(), node.ClientURL())
 	env := &robustEnv{
-		connect:    func() jetstream.JetStream { _, js := kvwatchtest.Connect(t, node.Server, connectOptions...); return js },
-		restoreAll: func() {},
+		connect:        func() jetstream.JetStream { _, js := kvwatchtest.Connect(t, node.Server, connectOptions...); return js },
+		connectWatcher: func(int) jetstream.JetStream { return links.connect(t) },
+		restoreAll:     func() {},
 	}
 	env.faults = []robustFault{
 		{name: "server restart", inject: func(d *robustDriver) {
@@ -135,6 +139,7 @@ func singleServerEnv(t *testing.T, history int) *robustEnv {
 		}},
 		{name: "store goes back", inject: func(d *robustDriver) { storeGoesBack(d, t, node, js) }},
 	}
+	env.faults = append(env.faults, links.faults()...)
 	return env
 }
 
@@ -205,8 +210,15 @@ func clusterEnv(t *testing.T) *robustEnv {
 		kvwatchtest.Eventually(t, 30*time.Second, "the cluster back", func() bool { return c.MetaLeader() != "" })
 		d.run.healthy.Store(true)
 	}
+	// The watchers connect through a proxy to each node.
+	var urls []string
+	for _, n := range c.Nodes {
+		urls = append(urls, n.ClientURL())
+	}
+	links := newNetLinks(t, urls...)
 	return &robustEnv{
-		connect: func() jetstream.JetStream { _, js := c.Connect(t); return js },
+		connect:        func() jetstream.JetStream { _, js := c.Connect(t); return js },
+		connectWatcher: func(int) jetstream.JetStream { return links.connect(t) },
 		restoreAll: func() {
 			for _, n := range c.Nodes {
 				if !n.Running() {
@@ -214,7 +226,7 @@ func clusterEnv(t *testing.T) *robustEnv {
 				}
 			}
 		},
-		faults: []robustFault{
+		faults: append([]robustFault{
 			{name: "consumer's node lost", inject: func(d *robustDriver) {
 				w, _ := d.watchers[d.rng.IntN(len(d.watchers))].watcher()
 				if host := consumerHost(js, w.Stats().Consumer); host != "" {
@@ -225,7 +237,7 @@ func clusterEnv(t *testing.T) *robustEnv {
 			{name: "stream leader step-down", inject: func(d *robustDriver) {
 				nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.KV_network", nil, 5*time.Second)
 			}},
-		},
+		}, links.faults()...),
 	}
 }
 
