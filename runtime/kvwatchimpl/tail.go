@@ -83,7 +83,7 @@ func (w *Watcher) tail() error {
 func (w *Watcher) checkStream() error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	stream, err := w.js.Stream(ctx, w.stream)
+	stream, err := w.streamInfoSoon(ctx)
 	if err != nil {
 		return w.streamErr(err)
 	}
@@ -266,4 +266,22 @@ func (w *Watcher) setTailStop(stop func()) {
 	w.mu.Lock()
 	w.stopTail = stop
 	w.mu.Unlock()
+}
+
+// streamInfoSoon asks for the stream's info, each request sent again when
+// not answered within 0.5 s, doubling, until ctx ends. Right after a
+// server restart a request can go unanswered (sent as the connection
+// died, or before the server's JetStream answers): one wait of the whole
+// request timeout (5 s) then delayed the first event after the restart
+// by as much (seen: "recreating the consumer", then "retrying ... context
+// deadline exceeded" 5.0 s later).
+func (w *Watcher) streamInfoSoon(ctx context.Context) (jetstream.Stream, error) {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond<<min(attempt, 4))
+		stream, err := w.js.Stream(actx, w.stream)
+		cancel()
+		if err == nil || ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+			return stream, err
+		}
+	}
 }
