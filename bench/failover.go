@@ -44,12 +44,16 @@ func (c *eventClock) firstAfter() (time.Time, bool) {
 // generated watcher and for kv.WatchFiltered, the delay from the kill to
 // the first event written after it. Both clients reconnect every 100 ms.
 // Then, in a 3-node cluster, the loss of the meta leader's node together
-// with the consumer's (runMetaLeaderLoss).
+// with the consumer's (runMetaLeaderLoss), and last a connection that goes
+// silent without closing (runBlackhole).
 func runFailover(ctx context.Context, b *bench) error {
 	if err := runServerCrash(ctx, b); err != nil {
 		return err
 	}
-	return runMetaLeaderLoss(ctx, b)
+	if err := runMetaLeaderLoss(ctx, b); err != nil {
+		return err
+	}
+	return runBlackhole(ctx, b)
 }
 
 // runServerCrash is the single-server part of runFailover.

@@ -44,7 +44,7 @@ var scenarios = []scenario{
 	{"initial-sync", "time to sync 100 scopes of a large bucket, fresh and after churn", runInitialSync},
 	{"rescope", "add one scope to a running watcher: SetScopes vs recreating a nats.go watcher", runRescope},
 	{"read-paths", "the server's side of reading 100 scopes by direct get: in flight, halves, pinned (replies not decoded)", runReadPaths},
-	{"failover", "time from a server crash to the first event after it: kvwatch vs kv.WatchFiltered", runFailover},
+	{"failover", "time from a server crash, and from a silent (half-open) connection, to the first event after it: kvwatch vs kv.WatchFiltered", runFailover},
 	{"fleet", "a hub and E edges with KV mirrors: consumers, memory, subscriptions and delivery latency per watcher", runFleet},
 	{"fleet-sizing", "the hub's memory and subscriptions per edge and per watcher, fitted over fleets of several sizes and runs, default and recommended settings", runFleetSizing},
 	{"backpressure", "client memory while a handler over 100x slower than the publisher falls behind", runBackpressure},

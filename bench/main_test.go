@@ -63,6 +63,11 @@ func TestScenariosSmoke(t *testing.T) {
 	if v := names["failover_seconds_kvwatch"]; v >= 3 {
 		t.Errorf("failover_seconds_kvwatch = %v, want under 3 s", v)
 	}
+	// The watcher leaves a silent connection within the cap; nats.go's
+	// watcher is reported too, recovered or at the cap.
+	if v := names["blackhole_recovery_seconds_kvwatch"]; v >= blackholeCapTiny.Seconds() {
+		t.Errorf("blackhole_recovery_seconds_kvwatch = %v, want under the %v cap", v, blackholeCapTiny)
+	}
 	for name, want := range checks {
 		if got, ok := names[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
@@ -71,7 +76,7 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, name := range []string{"throughput_ratio_kvwatch_vs_raw", "initial_sync_rate_kvwatch_churned",
 		"initial_sync_ratio_vs_watchfiltered_fresh", "initial_sync_ratio_vs_watchall_churned", "initial_sync_ratio_vs_watchall_live",
 		"generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key", "failover_seconds_kvwatch",
-		"failover_seconds_meta_leader_loss_max", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
+		"failover_seconds_meta_leader_loss_max", "blackhole_recovery_seconds_kvwatch", "blackhole_recovery_seconds_natsgo", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
 		"fleet_hub_subscriptions_isolated", "fleet_sizing_hub_live_heap_kib_per_edge", "fleet_sizing_edge_rss_kib_per_own_watcher_isolated",
 		"modify_updates_per_second_w1", "modify_updates_per_second_w16",
 		"restart_to_synced_seconds_checkpoint_file", "restart_to_synced_seconds_full_read"} {
