@@ -15,6 +15,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
 )
 
 // This file is the robustness test's driver: the topologies it runs on,
@@ -265,7 +266,9 @@ func fleetEnv(t *testing.T) *robustEnv {
 		observe:    func() []jetstream.JetStream { return []jetstream.JetStream{hub(), onEdge()} },
 		mirrored:   func(i int) bool { return i > 0 },
 		restoreAll: func() { edge.Restore() },
-		faults: []robustFault{
+		// The edge's leaf link goes silent, slow or reset too (the same
+		// faults as the watchers' links elsewhere).
+		faults: append([]robustFault{
 			{name: "edge link cut", inject: func(d *robustDriver) {
 				edge.Cut()
 				time.Sleep(time.Duration(200+d.rng.IntN(2800)) * time.Millisecond)
@@ -276,7 +279,7 @@ func fleetEnv(t *testing.T) *robustEnv {
 				edge.Restart(t)
 				d.run.healthy.Store(true)
 			}},
-		},
+		}, (&netLinks{proxies: []*netfault.Proxy{edge.Link()}}).faults()...),
 	}
 }
 

@@ -3,16 +3,16 @@ package kvwatchtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
 )
 
 // Fleet is the topology a large fleet uses (docs/fleet.md): a hub
@@ -41,12 +41,13 @@ const HubDomain = "hub"
 const LocalInboxPrefix = "_LOCAL"
 
 // Edge is an edge server of a Fleet: a leaf node of the hub, reaching it
-// through a link that the test can cut and restore.
+// through a link that the test can cut and restore, or break otherwise
+// (Link).
 type Edge struct {
 	*Node
 	// Domain is its JetStream domain.
 	Domain string
-	link   *link
+	link   *netfault.Proxy
 	inbox  string // the inbox prefix of Connect's connections; "" for the default
 }
 
@@ -102,11 +103,11 @@ func StartFleet(t testing.TB, cfg jetstream.KeyValueConfig, fo FleetOptions) *Fl
 	_, hubJS := Connect(t, f.Hub.Server)
 	BucketWith(t, hubJS, cfg)
 	for i := range fo.Edges {
-		l := newLink(t, fmt.Sprintf("127.0.0.1:%d", leafPort))
+		l := netfault.Start(t, fmt.Sprintf("127.0.0.1:%d", leafPort))
 		opts := &server.Options{ServerName: fmt.Sprintf("edge%d", i+1), JetStreamDomain: fmt.Sprintf("edge%d", i+1)}
 		opts.LeafNode.ReconnectInterval = 100 * time.Millisecond
 		opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{
-			URLs:        []*url.URL{{Scheme: "nats-leaf", Host: l.addr}},
+			URLs:        []*url.URL{{Scheme: "nats-leaf", Host: l.Addr()}},
 			DenyImports: slices.Clone(fo.DenyImports),
 		}}
 		e := &Edge{Node: StartNode(t, opts), Domain: opts.JetStreamDomain, link: l, inbox: inbox}
@@ -192,10 +193,16 @@ func fastReconnects() []nats.Option {
 // Cut cuts the edge's link to the hub: connections are closed and new
 // ones refused until Restore. The edge's mirror stops hearing from the
 // origin; watchers on the edge go on reading what it holds.
-func (e *Edge) Cut() { e.link.cut() }
+func (e *Edge) Cut() { e.link.Partition() }
 
-// Restore lets the edge link to the hub again.
-func (e *Edge) Restore() { e.link.restore() }
+// Restore lets the edge link to the hub again: it removes every fault
+// of the link (Cut's and Link's).
+func (e *Edge) Restore() { e.link.Heal() }
+
+// Link is the proxy between the edge and the hub's leaf node port, for
+// faults other than a cut: a silent link (Blackhole), a slow one
+// (Latency, Bandwidth), a reset in the middle of a message.
+func (e *Edge) Link() *netfault.Proxy { return e.link }
 
 // waitLinked waits until the edge has its leaf connection to the hub.
 func (e *Edge) waitLinked(t testing.TB) {
@@ -215,87 +222,4 @@ func (f *Fleet) WaitMirrored(t testing.TB, e *Edge, rev uint64) {
 		s, err := js.Stream(ctx, "KV_"+f.Bucket.Bucket)
 		return err == nil && s.CachedInfo().State.LastSeq >= rev
 	})
-}
-
-// link is a TCP proxy between an edge and the hub's leafnode port that can
-// be cut and restored.
-type link struct {
-	addr   string // where the edge dials
-	target string
-
-	mu    sync.Mutex
-	down  bool
-	conns []net.Conn
-	ln    net.Listener
-}
-
-func newLink(t testing.TB, target string) *link {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("kvwatchtest: link: %v", err)
-	}
-	l := &link{addr: ln.Addr().String(), target: target, ln: ln}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); l.cut(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.mu.Lock()
-			down := l.down
-			l.mu.Unlock()
-			if down {
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			l.mu.Lock()
-			l.conns = append(l.conns, c, s)
-			l.mu.Unlock()
-			wg.Go(func() { pipe(s, c) })
-			wg.Go(func() { pipe(c, s) })
-		}
-	})
-	return l
-}
-
-// pipe copies src to dst until either ends, then closes both.
-func pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	dst.Close()
-	src.Close()
-}
-
-func (l *link) cut() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.down = true
-	for _, c := range l.conns {
-		c.Close()
-	}
-	l.conns = nil
-}
-
-func (l *link) restore() {
-	l.mu.Lock()
-	l.down = false
-	l.mu.Unlock()
 }

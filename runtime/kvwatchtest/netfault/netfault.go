@@ -7,8 +7,10 @@
 // faults on and off from the test.
 //
 // It is built on Shopify's toxiproxy v2, run in process (no root, no
-// separate daemon); it lives apart from kvwatchtest so that a test
-// binary that needs no network faults does not link it.
+// separate daemon). kvwatchtest's fleets link their edges to the hub
+// through it (Edge.Cut, Edge.Link). Toxiproxy's bandwidth toxic logs a
+// trace line to zerolog's global logger when a connection it slows is
+// closed; nothing else of it logs.
 package netfault
 
 import (
