@@ -35,7 +35,6 @@ func (w *Watcher) markSynced() {
 // run its OnSynced.
 func (w *Watcher) reachSyncPoint() ([]*Registration, []chan struct{}) {
 	w.state.mu.Lock()
-	defer w.state.mu.Unlock()
 	w.regsSynced = true
 	regs := *w.listening.Load()
 	reached := make([]chan struct{}, len(regs))
@@ -45,7 +44,10 @@ func (w *Watcher) reachSyncPoint() ([]*Registration, []chan struct{}) {
 	}
 	w.stats.pending.Store(0)
 	close(w.synced)
-	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.bucket), slog.Uint64("revision", w.state.revision))
+	rev := w.state.revision
+	w.state.mu.Unlock()
+	// After the lock: a logger may call the watcher's methods.
+	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: synced", slog.String("bucket", w.bucket), slog.Uint64("revision", rev))
 	return regs, reached
 }
 
