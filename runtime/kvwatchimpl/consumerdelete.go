@@ -82,8 +82,11 @@ func (c *tailConsumer) deleteRetired(ctx context.Context, timeout time.Duration,
 		_, err = c.w.js.CreateOrUpdateConsumer(cctx, c.w.stream, *r.unanswered)
 		cancel()
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
-			return nil // refused (a limit, the stream's state): not made now, nor by the request before
+		if errors.As(err, &apiErr) && apiErr.Code != 503 {
+			// Refused for what the consumer is (a limit, the stream's
+			// state): not made now, nor by the request before. A 503 (no
+			// meta leader, JetStream not ready) says nothing of it.
+			return nil
 		}
 		if err != nil {
 			return err

@@ -162,6 +162,14 @@ func TestStopWithoutAnAnswerSaysWhatItLeft(t *testing.T) {
 			n.Stop()
 		}
 	}
+	// Until the last node knows it has no meta leader, the one shutting
+	// down may still answer.
+	kvwatchtest.Eventually(t, 20*time.Second, "no meta leader to answer", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err != nil
+	})
 	began := time.Now()
 	w.Stop()
 	took := time.Since(began)
