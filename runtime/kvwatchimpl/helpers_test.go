@@ -238,11 +238,14 @@ func put(t *testing.T, kv jetstream.KeyValue, key string, v any) uint64 {
 	return rev
 }
 
-// waitSynced waits up to 10s for w to be synced and its handlers to have
-// run every initial event (and what came since, when it is quiet).
+// waitSynced waits up to 30s for w to be synced and its handlers to have
+// run every initial event (and what came since, when it is quiet): a
+// bound for a failure, wide enough for a state of thousands of keys read
+// under the race detector on a loaded machine (it once took more than
+// 10 s there).
 func waitSynced(t *testing.T, w *kvwatchimpl.Watcher) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := w.WaitSynced(ctx); err != nil {
 		t.Fatalf("WaitSynced: %v", err)
