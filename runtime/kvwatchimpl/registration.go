@@ -157,12 +157,24 @@ func callHandler[K comparable, V any](r *Registration, kind, key string, revisio
 // synced, and everything before its sync point is queued for r. reached,
 // if not nil, is closed once r has run its OnSynced (synced.go).
 func (r *Registration) markSynced(reached chan struct{}) {
+	if queue := r.becomeSynced(reached); queue != nil {
+		queue()
+	}
+}
+
+// becomeSynced marks r synced, once, and returns what queues its
+// OnSynced (nil when there is nothing to queue, or r was synced before):
+// the watcher's sync point marks every registration synced before it
+// closes its own synced, and queues their OnSynced after, so that no
+// OnSynced runs while the watcher is not synced yet (synced.go).
+func (r *Registration) becomeSynced(reached chan struct{}) (queue func()) {
 	r.syncOnce.Do(func() {
 		close(r.synced)
 		if r.onSynced != nil || reached != nil {
-			r.l.add(call(func() { r.runOnSynced(reached) }))
+			queue = func() { r.l.add(call(func() { r.runOnSynced(reached) })) }
 		}
 	})
+	return queue
 }
 
 func (r *Registration) runOnSynced(reached chan struct{}) {

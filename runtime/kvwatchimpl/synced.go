@@ -16,9 +16,10 @@ import (
 //
 // The sync point is one step for every caller (docs/watching.md, "The
 // sync point"): under one write lock of the state, with the caches exact
-// at the watcher's revision, the watcher and every registration become
-// synced and each registration's OnSynced is queued after its initial
-// events. So no caller sees the watcher synced while a registration is
+// at the watcher's revision, every registration and then the watcher
+// become synced, and then each registration's OnSynced is queued after
+// its initial events (an OnSynced never runs before the watcher is
+// synced). So no caller sees the watcher synced while a registration is
 // not: WaitSynced returning means every registration then present is
 // synced, and one added after is synced when AddHandlers returns (its
 // replay, then its OnSynced). The test hook's call (syncPoint) is queued
@@ -38,12 +39,18 @@ func (w *Watcher) reachSyncPoint() ([]*Registration, []chan struct{}) {
 	w.regsSynced = true
 	regs := *w.listening.Load()
 	reached := make([]chan struct{}, len(regs))
+	queues := make([]func(), 0, len(regs))
 	for i, r := range regs {
 		reached[i] = make(chan struct{})
-		r.markSynced(reached[i])
+		if q := r.becomeSynced(reached[i]); q != nil {
+			queues = append(queues, q)
+		}
 	}
 	w.stats.pending.Store(0)
 	close(w.synced)
+	for _, q := range queues { // after: an OnSynced runs on its own goroutine
+		q()
+	}
 	rev := w.state.revision
 	w.state.mu.Unlock()
 	// After the lock: a logger may call the watcher's methods.
