@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
 )
 
 // Node is an embedded server that can be stopped and started again with
@@ -125,8 +127,18 @@ func (n *Node) Backup(t testing.TB) (restore func()) {
 }
 
 // Cluster is a JetStream cluster of embedded servers in one process.
+// Each route between two nodes goes through a netfault proxy, so that a
+// test can cut or slow a node's routes while every process stays alive
+// (Routes).
 type Cluster struct {
-	Nodes []*Node
+	Nodes  []*Node
+	routes []route
+}
+
+// route is the proxy a node dials another node's cluster port through.
+type route struct {
+	from, to string // the nodes' names
+	proxy    *netfault.Proxy
 }
 
 // StartCluster starts a JetStream cluster of n servers (3 makes R3 streams
@@ -136,9 +148,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{}
 	for attempt := 1; ; attempt++ {
-		nodes, err := startNodes(t, n)
+		nodes, routes, err := startNodes(t, n)
 		if err == nil {
-			c.Nodes = nodes
+			c.Nodes, c.routes = nodes, routes
 			break
 		}
 		if attempt == 3 {
@@ -156,37 +168,81 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// startNodes starts the n servers of a new cluster. A JetStream cluster
-// needs its routes configured before it starts, so their ports are picked
+// startNodes starts the n servers of a new cluster, each dialing the
+// others through a proxy of its own per peer. A JetStream cluster needs
+// its routes configured before it starts, so the cluster ports are picked
 // free first; one taken meanwhile (by another test's server) makes a node
-// fail to start, and the nodes already started are stopped.
-func startNodes(t testing.TB, n int) ([]*Node, error) {
+// fail to start, and what was started is stopped. The nodes do not
+// advertise their cluster ports: a route learned from gossip would go
+// round the proxies.
+func startNodes(t testing.TB, n int) ([]*Node, []route, error) {
 	t.Helper()
 	name := fmt.Sprintf("kvwatchtest-%d", time.Now().UnixNano())
 	ports := make([]int, n)
-	routes := make([]string, n)
 	for i := range ports {
 		ports[i] = freePort(t)
-		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", ports[i])
 	}
+	var routes []route
 	var nodes []*Node
+	stop := func() {
+		for _, started := range nodes {
+			started.Stop()
+		}
+		for _, r := range routes {
+			r.proxy.Close()
+		}
+	}
+	nodeName := func(i int) string { return fmt.Sprintf("n%d", i+1) }
 	for i := range n {
-		opts := &server.Options{ServerName: fmt.Sprintf("n%d", i+1)}
+		opts := &server.Options{ServerName: nodeName(i)}
 		opts.Cluster.Name = name
 		opts.Cluster.Host = "127.0.0.1"
 		opts.Cluster.Port = ports[i]
-		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-		node := &Node{opts: nodeOptions(t, opts)}
-		if err := node.tryStart(); err != nil {
-			for _, started := range nodes {
-				started.Stop()
+		opts.Cluster.NoAdvertise = true
+		for j := range n {
+			if j == i {
+				continue
 			}
-			return nil, err
+			p, err := netfault.New(fmt.Sprintf("127.0.0.1:%d", ports[j]))
+			if err != nil {
+				stop()
+				return nil, nil, err
+			}
+			routes = append(routes, route{from: nodeName(i), to: nodeName(j), proxy: p})
+			opts.Routes = append(opts.Routes, server.RoutesFromStr(p.URL())...)
 		}
-		t.Cleanup(node.Stop)
-		nodes = append(nodes, node)
+		nodes = append(nodes, &Node{opts: nodeOptions(t, opts)})
 	}
-	return nodes, nil
+	for i, node := range nodes {
+		if err := node.tryStart(); err != nil {
+			nodes = nodes[:i]
+			stop()
+			return nil, nil, err
+		}
+	}
+	for _, node := range nodes {
+		t.Cleanup(node.Stop)
+	}
+	for _, r := range routes {
+		t.Cleanup(r.proxy.Close)
+	}
+	return nodes, routes, nil
+}
+
+// Routes returns the proxies of every route between the node named name
+// and the others, both the ones it dials and the ones they dial it
+// through (a route between two nodes is whichever connection of the two
+// was made): a fault on all of them partitions the node from the rest of
+// the cluster (Blackhole: silently; Partition: refused), on one of them
+// cuts one pair. The node's clients are not behind them.
+func (c *Cluster) Routes(name string) []*netfault.Proxy {
+	var out []*netfault.Proxy
+	for _, r := range c.routes {
+		if r.from == name || r.to == name {
+			out = append(out, r.proxy)
+		}
+	}
+	return out
 }
 
 // URL is every node's client URL, comma-separated, as nats.Connect takes

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -50,6 +51,42 @@ func TestCluster(t *testing.T) {
 	if e, err := kv.Get(ctx, "k"); err != nil || string(e.Value()) != "v3" {
 		t.Fatalf("Get after the write with the restarted node = %v, %v", e, err)
 	}
+}
+
+// A node whose routes are cut (Cluster.Routes) is apart from the others
+// while it keeps running: they write on without it, it has no route and
+// stays behind; healed, it rejoins and catches up, and a write then needs
+// it once another node is down.
+func TestClusterRoutesPartitionANode(t *testing.T) {
+	c := StartCluster(t, 3)
+	// The writer's connection to the nodes that stay together.
+	_, js := connect(t, c.Nodes[1].ClientURL()+","+c.Nodes[2].ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	kv := BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "b", Replicas: 3})
+	put := func(what, v string) {
+		t.Helper()
+		Eventually(t, 30*time.Second, what, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := kv.PutString(ctx, "k", v)
+			return err == nil
+		})
+	}
+	put("the first write", "v1")
+	apart := c.Nodes[0]
+	for _, p := range c.Routes(apart.Name()) {
+		p.Partition()
+	}
+	Eventually(t, 10*time.Second, "the node without routes", func() bool { return apart.NumRoutes() == 0 })
+	put("a write without the node apart", "v2")
+	if !apart.Running() {
+		t.Fatal("the node apart stopped")
+	}
+	for _, p := range c.Routes(apart.Name()) {
+		p.Heal()
+	}
+	Eventually(t, 30*time.Second, "the node's routes back", func() bool { return apart.NumRoutes() > 0 })
+	c.Nodes[1].Stop()
+	put("a write needing the node that was apart", "v3")
 }
 
 // A node whose route port was taken after it was picked (by another test's

@@ -11,6 +11,7 @@
 //	c := kvwatchtest.StartCluster(t, 3)            // a 3-node JetStream cluster
 //	nc, js := c.Connect(t)                         // fails over between nodes
 //	c.Nodes[1].Stop()                              // lose a node
+//	for _, p := range c.Routes("n1") { p.Blackhole() }  // cut a running node off (netfault)
 //
 //	f := kvwatchtest.StartFleet(t, jetstream.KeyValueConfig{Bucket: "network"},
 //		kvwatchtest.FleetOptions{Edges: 2})        // a hub, 2 edges with mirrors, as recommended
