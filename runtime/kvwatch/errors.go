@@ -187,8 +187,8 @@ type StreamWentBackError struct {
 	// checkpoint's); LastSeq the stream's last sequence when checked.
 	Revision, LastSeq uint64
 	// At is the revision of an entry the watcher applied, Key its key,
-	// that the stream now holds as another entry (Found is its key there)
-	// or no longer reaches (Found ""); or, with Key "", a revision at or
+	// that the stream now holds as another entry (Found is its key
+	// there); or, with Key "", a revision at or
 	// below Revision holding an entry in the watcher's scopes that it never
 	// saw (of key Found). 0 when the stream's last sequence is below
 	// Revision.
@@ -206,8 +206,6 @@ func (e *StreamWentBackError) Error() string {
 	}
 	what := fmt.Sprintf("its last sequence %d is below %s's revision %d", e.LastSeq, whose, e.Revision)
 	switch {
-	case e.At > 0 && e.Found == "":
-		what = fmt.Sprintf("its last sequence %d is below revision %d, where %s had %s", e.LastSeq, e.At, whose, e.Key)
 	case e.At > 0 && e.Key == "":
 		what = fmt.Sprintf("revision %d, below %s's revision %d, holds an entry in its scopes (of %s) that it never saw", e.At, whose, e.Revision, e.Found)
 	case e.At > 0:

@@ -99,10 +99,18 @@ func (w *Watcher) noteApplied(e *rawEntry) {
 // between the newest anchor and rev, which the watcher would have seen,
 // tells too: the stream went back to before the newest anchor and new
 // writes filled the revisions after it.
+//
+// A last sequence below rev tells only when a leader in touch with its
+// replicas answered (inTouch); otherwise it is a replica's store, which
+// can be behind what the watcher applied (errNotFromLeader: checked
+// again). A question that goes unanswered tells nothing either (an error).
 func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev uint64, as []anchor, seenAll bool) (*kvwatch.StreamWentBackError, error) {
 	last := info.State.LastSeq
 	wb := &kvwatch.StreamWentBackError{Bucket: w.bucket, Revision: rev, LastSeq: last}
 	if last < rev {
+		if !inTouch(info.Cluster) {
+			return nil, errNotFromLeader
+		}
 		return wb, nil
 	}
 	if !w.directGet && w.msgGetRefused {
@@ -111,7 +119,7 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 	for _, a := range as {
 		e, found, err := w.entryFrom(ctx, a.revision)
 		if err == nil && !found && w.directGet {
-			e, found = w.askLeader(ctx, a.revision)
+			e, found, err = w.askLeader(ctx, a.revision)
 		}
 		switch {
 		case err != nil && !w.directGet && w.refusedOptional():
@@ -123,11 +131,11 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 			return nil, nil
 		case err != nil:
 			return nil, err
-		case !found:
-			wb.At, wb.Key = a.revision, a.key // nothing at or after a revision it applied: the stream ends before it
-			return wb, nil
-		case e.revision > a.revision:
-			continue // removed since (overwritten, deleted, expired): an older anchor may tell
+		case !found, e.revision > a.revision:
+			// Removed since (overwritten, deleted, expired; nothing at or
+			// after it, with the last sequence past it, is every later
+			// entry removed too): an older anchor may tell.
+			continue
 		case e.key != a.key || !e.created.Equal(a.created) || (a.value != nil && !bytes.Equal(e.value, a.value)):
 			wb.At, wb.Key, wb.Found = a.revision, a.key, e.key
 			return wb, nil
@@ -149,21 +157,54 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 // message API, which the stream's leader answers, after a direct get found
 // none: a direct get is answered by any replica of a replicated stream,
 // and one behind the leader holds nothing at or after a revision it has
-// not stored yet, which is no sign of a stream gone back. found is false
-// when the leader holds none either, or cannot be asked (no permission
-// for the message API: the direct get's answer then stands).
-func (w *Watcher) askLeader(ctx context.Context, seq uint64) (e rawEntry, found bool) {
+// not stored yet. found is false when the leader holds none either, or
+// cannot be asked (no permission for the message API: the direct get's
+// answer then stands); err when the question went unanswered (a timeout,
+// a leader being elected): the check is made again.
+func (w *Watcher) askLeader(ctx context.Context, seq uint64) (e rawEntry, found bool, err error) {
 	if w.msgGetRefused {
-		return rawEntry{}, false
+		return rawEntry{}, false, nil
 	}
-	e, found, err := w.msgGetNext(ctx, seq, w.subjectPrefix+">")
-	if err != nil {
-		if w.refusedOptional() {
-			w.msgGetRefused = true
+	e, found, err = w.msgGetNext(ctx, seq, w.subjectPrefix+">")
+	if err != nil && w.refusedOptional() {
+		w.msgGetRefused = true
+		return rawEntry{}, false, nil
+	}
+	return e, found, err
+}
+
+// errNotFromLeader fails a check of the stream whose info says its last
+// sequence is below the watcher's revision but was not answered by a
+// leader in touch with its replicas (inTouch): the answer may be a
+// replica's that is behind, which is no sign of a stream gone back. The
+// check is made again, with backoff, until such a leader answers.
+var errNotFromLeader = errors.New("the stream's info is behind the watcher but not from a leader in touch with its replicas (no leader, or one cut off): checking again")
+
+// peerSilence is how long a leader may have not heard from a replica and
+// still count it as in touch: two of nats-server's 1 s Raft heartbeats.
+const peerSilence = 2 * time.Second
+
+// inTouch reports whether a stream's info (its cluster part c) comes from
+// a server that can speak for the stream: one not replicated (c nil, or
+// no replicas), or its leader having heard lately from enough replicas to
+// form a quorum with itself. nats-server answers a replicated stream's
+// info from any replica once the stream has been leaderless for a while
+// (Leader ""), and a leader cut off from the others keeps answering as
+// one until it steps down, about 10 s later: each from its own store.
+func inTouch(c *jetstream.ClusterInfo) bool {
+	if c == nil || len(c.Replicas) == 0 {
+		return c == nil || c.Leader != ""
+	}
+	if c.Leader == "" {
+		return false
+	}
+	current := 0
+	for _, p := range c.Replicas {
+		if p.Current && !p.Offline && p.Active <= peerSilence {
+			current++
 		}
-		return rawEntry{}, false
 	}
-	return e, found
+	return current+1 > (len(c.Replicas)+1)/2
 }
 
 // inScopeBetween returns the first entry in the watcher's scopes after

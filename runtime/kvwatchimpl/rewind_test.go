@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
 )
 
 // This file is a server that goes back in time: restarted on an older copy
@@ -405,5 +407,70 @@ func TestAReplicaBehindIsNoStreamGoneBack(t *testing.T) {
 	}
 	if _, errs := r.snapshot(); slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, kvwatch.ErrStreamWentBack) }) {
 		t.Fatalf("OnError got a stream gone back: %v", errs)
+	}
+}
+
+// A replica behind (its direct get finds nothing at a revision the
+// watcher applied) is asked of the stream's leader; a leader that does
+// not answer (a request lost to a silent link, a leader being elected)
+// tells nothing either: the check is retried, and no stream gone back is
+// reported. Before, an unanswered question counted as the leader holding
+// nothing: a false report, and a re-list, in the cluster's robustness runs.
+func TestALeaderNotAnsweringIsNoStreamGoneBack(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	_, jsDirect := kvwatchtest.Connect(t, s)
+	kv := kvwatchtest.Bucket(t, jsDirect, "network")
+	p := netfault.Start(t, s.ClientURL())
+	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var behindFrom atomic.Uint64 // 0: no replica behind
+	var silenced atomic.Bool
+	behind := func(seq uint64) bool {
+		from := behindFrom.Load()
+		if from == 0 || seq < from {
+			return false
+		}
+		if silenced.CompareAndSwap(false, true) {
+			p.Blackhole() // the question to the leader goes unanswered
+		}
+		return true
+	}
+	healed := make(chan struct{})
+	var healOnce sync.Once
+	logger := slog.New(logWatch{match: "retrying", on: func() {
+		if silenced.Load() {
+			healOnce.Do(func() { p.Heal(); close(healed) })
+		}
+	}})
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r, kvwatchimpl.WithReplicaBehind(behind),
+		kvwatch.WithRequestTimeout(time.Second), kvwatch.WithLogger(logger))
+	waitSynced(t, w)
+	last := put(t, kv, "vpc.a.route.r0", route{CIDR: "a"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WaitRevision(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	behindFrom.Store(last)
+	put(t, kv, "vpc.b.route.r0", route{CIDR: "b"})
+	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-healed:
+	default:
+		t.Fatal("the check did not fail while the leader was not answering: the test did not test")
+	}
+	if n := w.Stats().StreamWentBack; n != 0 {
+		_, errs := r.snapshot()
+		t.Fatalf("a leader not answering was reported as the stream gone back %d times: %v", n, errs)
 	}
 }

@@ -1,0 +1,128 @@
+package kvwatchimpl_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
+)
+
+// A replicated stream's info is answered from a replica's own store by a
+// leader cut off from the others (until it steps down, about 10 s later)
+// and by any replica once the stream has been leaderless for a while
+// (nats-server). A watcher that applied writes the cut-off node lacks,
+// then reaches only that node, is answered a last sequence below its
+// revision. That is no loss: the writes are on the other replicas. The
+// watcher checks again until a leader in touch with its replicas
+// answers, and reports no stream gone back (before, it re-listed: the
+// cluster's false reports in the robustness runs).
+func TestACutOffReplicaIsNoStreamGoneBack(t *testing.T) {
+	c := kvwatchtest.StartCluster(t, 3)
+	_, js := c.Connect(t)
+	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Replicas: 3})
+	put(t, kv, "vpc.a.route.r0", route{CIDR: "0"})
+	cutOff := c.Node(streamLeader(t, js))
+	var rest []*kvwatchtest.Node
+	for _, n := range c.Nodes {
+		if n != cutOff {
+			rest = append(rest, n)
+		}
+	}
+	// The watcher's servers: one of the rest first, then the node cut off.
+	first, last := netfault.Start(t, rest[0].ClientURL()), netfault.Start(t, cutOff.ClientURL())
+	nc, err := nats.Connect(first.URL()+","+last.URL(), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	wjs, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unconfirmed atomic.Bool
+	logger := slog.New(logWatch{match: "not from a leader in touch", on: func() { unconfirmed.Store(true) }})
+	r := newRecorder()
+	w := startNetwork(t, wjs, vpcs("a"), r, kvwatch.WithRequestTimeout(time.Second), kvwatch.WithLogger(logger))
+	waitSynced(t, w)
+
+	for _, p := range c.Routes(cutOff.Name()) {
+		p.Partition()
+	}
+	_, jsRest := kvwatchtest.Connect(t, rest[1].Server, nats.MaxReconnects(-1))
+	var kvRest jetstream.KeyValue
+	kvwatchtest.Eventually(t, 30*time.Second, "the bucket from the rest", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		kvRest, err = jsRest.KeyValue(ctx, "network")
+		return err == nil
+	})
+	var rev uint64
+	for i := range 5 { // committed by the rest, once they elect a leader
+		rev = putRetrying(t, kvRest, fmt.Sprintf("vpc.a.route.r%d", i+1), route{CIDR: "new"})
+	}
+	waitRevision(t, w, rev)
+	first.Partition() // the watcher's connection goes to the node cut off
+	kvwatchtest.Eventually(t, 30*time.Second, "the watcher answered by the node cut off", func() bool {
+		return unconfirmed.Load() || w.Stats().StreamWentBack > 0
+	})
+	for _, p := range c.Routes(cutOff.Name()) {
+		p.Heal()
+	}
+	final := putRetrying(t, kvRest, "vpc.a.route.final", route{CIDR: "final"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WaitRevision(ctx, final); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Stats().StreamWentBack; n != 0 {
+		_, errs := r.snapshot()
+		t.Fatalf("a replica cut off was reported as the stream gone back %d times: %v", n, errs)
+	}
+}
+
+// putRetrying writes while a cluster elects leaders, until acknowledged.
+func putRetrying(t *testing.T, kv jetstream.KeyValue, key string, v route) uint64 {
+	t.Helper()
+	var rev uint64
+	kvwatchtest.Eventually(t, 30*time.Second, "write "+key, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err = kv.Put(ctx, key, data)
+		return err == nil
+	})
+	return rev
+}
+
+// logWatch is a slog handler that calls on for each record whose message
+// or attributes hold match.
+type logWatch struct {
+	match string
+	on    func()
+}
+
+func (h logWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (h logWatch) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h logWatch) WithGroup(string) slog.Handler            { return h }
+func (h logWatch) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	if strings.Contains(line, h.match) {
+		h.on()
+	}
+	return nil
+}
