@@ -101,7 +101,8 @@ type Getter struct {
 
 	prefix string // reply subjects are prefix + a number
 	sub    *nats.Subscription
-	stop   func() bool // stops watching the context
+	ctx    context.Context // Open's: its end closes sub
+	stop   func() bool     // stops watching the context
 	sent   int
 	early  map[string][]*nats.Msg // replies to requests not being read yet
 }
@@ -126,7 +127,7 @@ func (d *Getter) Open(ctx context.Context) error {
 		sub.Unsubscribe()
 		return fmt.Errorf("direct get: subscribe: %w", err)
 	}
-	d.sub, d.early = sub, map[string][]*nats.Msg{}
+	d.sub, d.early, d.ctx = sub, map[string][]*nats.Msg{}, ctx
 	d.stop = context.AfterFunc(ctx, func() { sub.Unsubscribe() })
 	return nil
 }
@@ -200,6 +201,10 @@ func (d *Getter) nextReply(p *Pending) (*nats.Msg, error) {
 		wait := min(time.Until(deadline), reconnectCheck)
 		msg, err := d.sub.NextMsg(wait)
 		switch {
+		case err != nil && d.ctx.Err() != nil:
+			// The context's end closed the subscription: say why, not
+			// nats.go's "invalid subscription".
+			return nil, context.Cause(d.ctx)
 		case errors.Is(err, nats.ErrTimeout) && d.nc.Stats().Reconnects != p.reconnects:
 			return nil, ErrReconnected
 		case errors.Is(err, nats.ErrTimeout) && time.Now().Before(deadline):

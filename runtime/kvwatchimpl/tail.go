@@ -80,6 +80,10 @@ func (w *Watcher) tail() error {
 // does; a stream that went back (rewind.go) is re-listed (*errWentBack).
 // One stream info request and one direct get, after a consumer broke and
 // at the end of a catch-up.
+//
+// The stream info and the check of what it says each get the request
+// timeout: an info that took long to come (a restarted server dropping
+// requests) must not leave the check's reads no time.
 func (w *Watcher) checkStream() error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
@@ -87,6 +91,8 @@ func (w *Watcher) checkStream() error {
 	if err != nil {
 		return w.streamErr(err)
 	}
+	ctx, cancel = context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
+	defer cancel()
 	reconnects := w.js.Conn().Stats().Reconnects // before the check: a reconnect during it is checked again
 	info := stream.CachedInfo()
 	if err := w.sameStream(info); err != nil {
