@@ -211,6 +211,27 @@ func clusterEnv(t *testing.T) *robustEnv {
 		kvwatchtest.Eventually(t, 30*time.Second, "the cluster back", func() bool { return c.MetaLeader() != "" })
 		d.run.healthy.Store(true)
 	}
+	// cutOff applies fault to every route of a node for a duration
+	// between lo and hi, heals them, and waits for the node's routes and
+	// a meta leader.
+	cutOff := func(d *robustDriver, lo, hi time.Duration, fault func(*netfault.Proxy)) {
+		node := c.Nodes[d.rng.IntN(len(c.Nodes))]
+		if !node.Running() {
+			return
+		}
+		d.run.healthy.Store(false)
+		for _, p := range c.Routes(node.Name()) {
+			fault(p)
+		}
+		time.Sleep(lo + time.Duration(d.rng.Int64N(int64(hi-lo)+1)))
+		for _, p := range c.Routes(node.Name()) {
+			p.Heal()
+		}
+		kvwatchtest.Eventually(t, 30*time.Second, "the node back in the cluster", func() bool {
+			return node.NumRoutes() > 0 && c.MetaLeader() != ""
+		})
+		d.run.healthy.Store(true)
+	}
 	// The watchers connect through a proxy to each node.
 	var urls []string
 	for _, n := range c.Nodes {
@@ -237,6 +258,18 @@ func clusterEnv(t *testing.T) *robustEnv {
 			{name: "meta leader lost", inject: func(d *robustDriver) { lose(d, c.MetaLeader()) }},
 			{name: "stream leader step-down", inject: func(d *robustDriver) {
 				nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.KV_network", nil, 5*time.Second)
+			}},
+			// A node apart from the others while it runs, its clients
+			// still connected: a leader cut off keeps answering as one
+			// for a while, from its own store.
+			{name: "node cut off, silent (1-6 s)", inject: func(d *robustDriver) {
+				cutOff(d, time.Second, 6*time.Second, (*netfault.Proxy).Blackhole)
+			}},
+			{name: "node partitioned (1-4 s)", inject: func(d *robustDriver) {
+				cutOff(d, time.Second, 4*time.Second, (*netfault.Proxy).Partition)
+			}},
+			{name: "routes 75 ± 50 ms", inject: func(d *robustDriver) {
+				cutOff(d, time.Second, 3*time.Second, func(p *netfault.Proxy) { p.Latency(75*time.Millisecond, 50*time.Millisecond) })
 			}},
 		}, links.faults()...),
 	}

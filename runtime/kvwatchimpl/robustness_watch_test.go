@@ -152,6 +152,13 @@ func (h *lineLog) note(line string) {
 	h.lines = append(h.lines, line)
 }
 
+// last returns the last n lines.
+func (h *lineLog) last(n int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.lines[max(0, len(h.lines)-n):], "\n")
+}
+
 func (h *lineLog) text() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -281,6 +288,9 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 				l.events = append(l.events, revent{rewound: true, rev: wentBack.Revision, epoch: rw.run.hist.currentEpoch()})
 				l.mu.Unlock()
 				rw.wentBack.Add(1)
+				// Said, with what led to it: a report where no loss was
+				// injected is a finding.
+				rw.run.t.Logf("watcher %d: %v; its last log lines:\n%s", rw.id, err, l.log.last(20))
 				return
 			}
 			if errors.As(err, &data) {
