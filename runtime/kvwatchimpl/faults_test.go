@@ -99,23 +99,29 @@ func (l *revisionLog) check(t *testing.T, kv jetstream.KeyValue, written []strin
 	}
 }
 
-// streamLast returns the bucket stream's last sequence, retrying while
-// the client reconnects (a request written to a connection the server
-// just closed is lost).
+// streamLast returns the bucket stream's last sequence.
 func streamLast(t *testing.T, js jetstream.JetStream) uint64 {
 	t.Helper()
-	var last uint64
-	kvwatchtest.Eventually(t, 10*time.Second, "stream info", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	return waitStream(t, js, "stream info", nil).State.LastSeq
+}
+
+// waitStream returns the bucket stream's info, asked again until an
+// answer comes that ok accepts (ok nil: any), for up to 20 s (during an
+// election, or while the client reconnects, none may come).
+func waitStream(t *testing.T, js jetstream.JetStream, what string, ok func(*jetstream.StreamInfo) bool) *jetstream.StreamInfo {
+	t.Helper()
+	var info *jetstream.StreamInfo
+	kvwatchtest.Eventually(t, 20*time.Second, what, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		s, err := js.Stream(ctx, "KV_network")
 		if err != nil {
 			return false
 		}
-		last = s.CachedInfo().State.LastSeq
-		return true
+		info = s.CachedInfo()
+		return ok == nil || ok(info)
 	})
-	return last
+	return info
 }
 
 // writeDistinct writes new keys vpc.a.route.w<i> until stop is called,
@@ -251,23 +257,12 @@ func consumerNode(t *testing.T, js jetstream.JetStream) string {
 	return names[0]
 }
 
-// streamLeader returns the server leading the bucket's stream, waiting
-// up to 10 s for one (during an election, or while the client reconnects,
-// there is none to report).
+// streamLeader returns the server leading the bucket's stream.
 func streamLeader(t *testing.T, js jetstream.JetStream) string {
 	t.Helper()
-	var leader string
-	kvwatchtest.Eventually(t, 10*time.Second, "a stream leader", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		stream, err := js.Stream(ctx, "KV_network")
-		if err != nil || stream.CachedInfo().Cluster == nil {
-			return false
-		}
-		leader = stream.CachedInfo().Cluster.Leader
-		return leader != ""
-	})
-	return leader
+	return waitStream(t, js, "a stream leader", func(info *jetstream.StreamInfo) bool {
+		return info.Cluster != nil && info.Cluster.Leader != ""
+	}).Cluster.Leader
 }
 
 // stepDown asks the stream's leader to step down.

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
@@ -79,7 +77,7 @@ func TestStateReadChoosesTheConsumerForMostOfTheBucket(t *testing.T) {
 			// The consumer now is the watcher's, on its filters, and the
 			// only one; a write in scope comes, one out of scope does not.
 			kvwatchtest.Eventually(t, 10*time.Second, "one consumer, on the watcher's filters", func() bool {
-				names := consumersOf(t, js)
+				names := consumerNames(t, js)
 				if len(names) != 1 {
 					return false
 				}
@@ -109,21 +107,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// consumersOf lists the consumers of the network bucket's stream.
-func consumersOf(t *testing.T, js jetstream.JetStream) []string {
-	t.Helper()
-	stream, err := js.Stream(context.Background(), "KV_network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	lister := stream.ConsumerNames(context.Background())
-	for name := range lister.Name() {
-		names = append(names, name)
-	}
-	return names
 }
 
 // With every read choosing (kvwatchimpl.WithReadPath("choose"), as the

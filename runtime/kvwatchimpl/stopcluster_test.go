@@ -123,22 +123,10 @@ func consumerNames(t *testing.T, js jetstream.JetStream) []string {
 	return names
 }
 
-// infoConsumers is the stream info's count of consumers, as the first
-// answer (within 20 s) has it.
+// infoConsumers is the stream info's count of consumers.
 func infoConsumers(t *testing.T, js jetstream.JetStream) int {
 	t.Helper()
-	var n int
-	kvwatchtest.Eventually(t, 20*time.Second, "stream info", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		s, err := js.Stream(ctx, "KV_network")
-		if err != nil {
-			return false
-		}
-		n = s.CachedInfo().State.Consumers
-		return true
-	})
-	return n
+	return waitStream(t, js, "stream info", nil).State.Consumers
 }
 
 // A cluster that cannot answer (two of three nodes down: no meta leader)
