@@ -37,10 +37,14 @@ type robustEnv struct {
 	// observe, if set, connects to every server whose stream holds
 	// watchers' consumers (by default: connect).
 	observe func() []jetstream.JetStream
-	// mirrored, if set, reports whether watcher i watches a mirror.
-	mirrored   func(i int) bool
-	faults     []robustFault
-	restoreAll func() // every server up again
+	// mirrored, if set, reports whether watcher i watches a mirror;
+	// waitMirrored then waits until the mirror holds revision rev of
+	// the bucket, and fails the test (the server's mirror, not a
+	// watcher) if it does not within 60 s.
+	mirrored     func(i int) bool
+	waitMirrored func(rev uint64)
+	faults       []robustFault
+	restoreAll   func() // every server up again
 }
 
 // watcherConnection is the connection watcher i runs on.
@@ -296,9 +300,10 @@ func fleetEnv(t *testing.T) *robustEnv {
 			}
 			return onEdge()
 		},
-		observe:    func() []jetstream.JetStream { return []jetstream.JetStream{hub(), onEdge()} },
-		mirrored:   func(i int) bool { return i > 0 },
-		restoreAll: func() { edge.Restore() },
+		observe:      func() []jetstream.JetStream { return []jetstream.JetStream{hub(), onEdge()} },
+		mirrored:     func(i int) bool { return i > 0 },
+		waitMirrored: func(rev uint64) { f.WaitMirrored(t, edge, rev) },
+		restoreAll:   func() { edge.Restore() },
 		// The edge's leaf link goes silent, slow or reset too (the same
 		// faults as the watchers' links elsewhere).
 		faults: append([]robustFault{

@@ -397,6 +397,12 @@ func watcherGoroutines() int {
 // applied writes the store lost and has not reconnected yet still holds
 // the lost history's final state, which its re-list is about to replace.
 func (d *robustDriver) converge(rw *robustWatcher) {
+	if d.env.onMirror(rw.id) {
+		// A watcher is never ahead of its mirror: the 20 s are the
+		// watcher's, once the mirror holds the final state (nats-server's
+		// mirror notices a stalled origin only after 10 s of silence).
+		d.env.waitMirrored(streamLast(d.run.t, d.env.connect()))
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	var diff []string
 	for time.Now().Before(deadline) {
