@@ -359,6 +359,18 @@ func regCases() []checkerCase {
 			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(10))
 			return regViolations(f, l)
 		}},
+		{name: "a scope left and added again past where Stop cut the watcher's handlers", run: func(f *cfix) []string {
+			// The watcher synced without scope a after the cut (its
+			// handlers no longer logged it), r1 was written meanwhile, and
+			// scope a came back: r1's next event starts over.
+			f.hist.record(hwrite{rev: 9, key: rkey("r1"), op: "PUT", value: rval("9")})
+			f.hist.record(hwrite{rev: 10, key: rkey("r1"), op: "PUT", value: rval("10")})
+			l := f.life(f.baseLog()[:8]...)
+			l.stopAt = 8
+			l.hookedScopes, l.loggedSyncs = [][]string{scopeA, {"$KV.network.vpc.b", "$KV.network.vpc.b.>"}, scopeA}, 1
+			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(10))
+			return regViolations(f, l)
+		}},
 		{name: "events without a registration", want: "events without a registration", run: func(f *cfix) []string {
 			l := f.life(f.baseLog()...)
 			f.regAtSync(l, f.regLive()...).probed = false

@@ -30,6 +30,11 @@ type evSeq struct {
 	// the data errors between them are unknown, so every write that does
 	// not decode counts as reported.
 	unlogged []revent
+	// unloggedScopes are the filters of the sync points past the end of
+	// the watcher's log (reached, but cut off with its handlers): a key
+	// one of them leaves out may have left the scopes and come back
+	// before the unlogged events, so its next one starts over.
+	unloggedScopes [][]string
 	// start is the state before the first item: a key's next event must
 	// come after its entry's revision (but with forget, for a restored
 	// one: a checkpoint of another stream, whose revisions start over),
@@ -92,6 +97,15 @@ func checkEvents(s evSeq, fail func(string, ...any)) (view rstate, syncPoints in
 	for i, e := range append(s.items[:len(s.items):len(s.items)], s.unlogged...) {
 		if i == len(s.items) {
 			reported = undecodable(s.hist, s.epoch, s.reported)
+			for key := range lastOf {
+				for _, filters := range s.unloggedScopes {
+					if !inFilters(filters, key) {
+						delete(lastOf, key)
+						delete(lastEvent, key)
+						break
+					}
+				}
+			}
 		}
 		switch {
 		case e.rewound:

@@ -415,6 +415,9 @@ items:
 		}
 	}
 	seq.unlogged = live[j:]
+	if len(seq.unlogged) > 0 && l.loggedSyncs < len(l.hookedScopes) {
+		seq.unloggedScopes = l.hookedScopes[l.loggedSyncs:]
+	}
 	view, syncPoints := checkEvents(seq, fail)
 	st.syncPoints += syncPoints
 

@@ -49,7 +49,8 @@ func (l *life) rewindParts() []*life {
 	after := &life{epoch: l.events[k].epoch, resumedEpoch: -1, resumePath: "relist", startFilters: l.startFilters,
 		events: l.events[k+1:], syncs: l.syncs[syncsBefore:], consumers: l.consumers, reported: l.reported,
 		routes: l.routes, configs: l.configs, ended: l.ended, stopAt: -1, syncedAt: -1, final: l.final, quiet: l.quiet,
-		lateChange: l.lateChange, goneBack: l.goneBack, syncEpoch: l.syncEpoch}
+		lateChange: l.lateChange, goneBack: l.goneBack, syncEpoch: l.syncEpoch,
+		hookedScopes: l.hookedScopes[min(syncsBefore, len(l.hookedScopes)):], loggedSyncs: l.loggedSyncs - syncsBefore}
 	if l.stopAt > k {
 		after.stopAt = l.stopAt - k - 1
 	}

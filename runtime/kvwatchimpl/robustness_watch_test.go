@@ -117,6 +117,13 @@ type life struct {
 	// short): what readEpoch takes when events hold no sync point and it
 	// is above the life's own.
 	syncEpoch int
+	// hookedScopes are the filters of every sync point, recorded on the
+	// event goroutine as it is reached; the first loggedSyncs of them are
+	// in events too. Those past them, which Stop cut off with the
+	// handlers, still changed the scopes a registration's events past
+	// the cut were delivered in (checkReg).
+	hookedScopes [][]string
+	loggedSyncs  int
 	// lateChange is set when a SetScopes from user code was cut short by
 	// the end of the run: its change may come after quiesce.
 	lateChange bool
@@ -257,6 +264,7 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 			epoch := rw.run.hist.currentEpoch() // now, at the sync point
 			l.mu.Lock()
 			l.syncEpoch = epoch
+			l.hookedScopes = append(l.hookedScopes, cp.Filters)
 			l.mu.Unlock()
 			return func() {
 				l.log.note(fmt.Sprintf("sync point at %d, filters %v", cp.Revision, cp.Filters))
@@ -273,6 +281,7 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 				}
 				l.syncs = append(l.syncs, cp)
 				l.events = append(l.events, revent{sync: true, rev: cp.Revision, filters: cp.Filters, epoch: epoch})
+				l.loggedSyncs++
 				l.mu.Unlock()
 			}
 		}),
