@@ -106,6 +106,12 @@ type Stats struct {
 	// heartbeats stopped or a request went unanswered) and made the
 	// client reconnect (docs/operations.md).
 	SilentConnections uint64
+	// CutOffServers counts the times the watcher left a server that for
+	// 10 s answered only that it could not speak for its cluster (no meta
+	// leader it could reach, or a stream's info from a replica behind: a
+	// node cut off from the others) and made the client reconnect to the
+	// next server of its list (docs/operations.md).
+	CutOffServers uint64
 	// StreamWentBack counts the times the watcher found its stream gone
 	// back in time (it lost acknowledged writes, or was restored from a
 	// backup: *StreamWentBackError) and re-listed.

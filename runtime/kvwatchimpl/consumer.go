@@ -101,6 +101,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 			cons, err = c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, c.config(name, filters, from))
 			cancel()
 		}
+		c.w.noteServerAnswer(err)
 		if err == nil {
 			c.mu.Lock()
 			c.name = name

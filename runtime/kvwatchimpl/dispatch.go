@@ -15,6 +15,7 @@ type counters struct {
 	handlerPanics     atomic.Uint64
 	consumerResets    atomic.Uint64
 	silentConnections atomic.Uint64
+	cutOffServers     atomic.Uint64
 	pending           atomic.Uint64
 	received          atomic.Uint64
 	wentBack          atomic.Uint64

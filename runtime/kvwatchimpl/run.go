@@ -105,6 +105,7 @@ func (w *Watcher) watch() error {
 		if w.stats.received.Load() > received {
 			attempt = 0 // it worked for a while: start the backoff over
 		}
+		w.noteServerAnswer(err)
 		if stop, final := w.backoff(attempt, err); stop {
 			return final
 		}
@@ -159,6 +160,7 @@ func (w *Watcher) retrying(try func(attempt int) error) error {
 		if terminal(err) || errors.As(err, &wb) {
 			return err // a stream gone back is the caller's to re-list
 		}
+		w.noteServerAnswer(err)
 		if stop, final := w.backoff(attempt, err); stop {
 			return final
 		}

@@ -12,6 +12,7 @@ func (w *Watcher) Stats() kvwatch.Stats {
 		HandlerPanics:     w.stats.handlerPanics.Load(),
 		ConsumerResets:    w.stats.consumerResets.Load(),
 		SilentConnections: w.stats.silentConnections.Load(),
+		CutOffServers:     w.stats.cutOffServers.Load(),
 		StreamWentBack:    w.stats.wentBack.Load(),
 		Pending:           w.stats.pending.Load(),
 		Received:          w.stats.received.Load(),

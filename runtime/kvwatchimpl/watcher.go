@@ -153,6 +153,9 @@ type Watcher struct {
 	// WaitRevision reads them.
 	directGet    bool
 	directStream string
+	// unavailableSince is when the server began answering only that it
+	// cannot speak for its cluster (cutoffnode.go); zero otherwise.
+	unavailableSince time.Time
 	// verifyStream is set after the tail broke: before the next consumer,
 	// the stream must be the one the caches come from (checkStream).
 	verifyStream bool

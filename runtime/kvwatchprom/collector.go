@@ -184,6 +184,7 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s kvwatch.Stats, l labe
 	counter(d.handlerPanics, s.HandlerPanics)
 	counter(d.consumerResets, s.ConsumerResets)
 	counter(d.silentConnections, s.SilentConnections)
+	counter(d.cutOffServers, s.CutOffServers)
 	counter(d.wentBack, s.StreamWentBack)
 	counter(d.received, s.Received)
 	gauge(d.pending, float64(s.Pending))
@@ -233,7 +234,7 @@ func boolValue(b bool) float64 {
 type descs struct {
 	events, dataErrors, cached                           *prometheus.Desc
 	unknownKeys, handlerPanics, consumerResets, received *prometheus.Desc
-	wentBack, queued, silentConnections                  *prometheus.Desc
+	wentBack, queued, silentConnections, cutOffServers   *prometheus.Desc
 	pending, lastRevision, synced, filters               *prometheus.Desc
 	schemaInfo, schemaBehind                             *prometheus.Desc
 	mirrorStale, mirrorSinceHeard, mirrorLag             *prometheus.Desc
@@ -242,7 +243,7 @@ type descs struct {
 func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.events, d.dataErrors, d.cached,
 		d.unknownKeys, d.handlerPanics, d.consumerResets, d.received,
-		d.wentBack, d.queued, d.silentConnections,
+		d.wentBack, d.queued, d.silentConnections, d.cutOffServers,
 		d.pending, d.lastRevision, d.synced, d.filters,
 		d.schemaInfo, d.schemaBehind,
 		d.mirrorStale, d.mirrorSinceHeard, d.mirrorLag}
@@ -271,6 +272,8 @@ func newDescs(constLabels prometheus.Labels) descs {
 			"Times the watcher recreated its consumer after a lost heartbeat, a reconnect or a server restart."),
 		silentConnections: desc("silent_connections_total",
 			"Times the watcher found its connection up but silent (its heartbeats stopped, a round trip unanswered for 3 s) and made the client reconnect to the next server of its list."),
+		cutOffServers: desc("cut_off_servers_total",
+			"Times the watcher left a server that for 10 s answered only that it could not speak for its cluster (a node cut off from the others) and made the client reconnect to the next server of its list."),
 		wentBack: desc("stream_went_back_total",
 			"Times the watcher found its bucket's stream gone back in time (the server lost writes it had acknowledged, or was restored from a backup: *kvwatch.StreamWentBackError) and re-listed. Anything above 0 means the server lost data."),
 		queued: desc("queued_events",

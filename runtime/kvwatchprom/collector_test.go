@@ -178,6 +178,7 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 		"kvwatch_cached_entries" + l(`kind="VPCConfig",`) + " 1",
 		"kvwatch_consumer_filters" + l("") + " 2",
 		"kvwatch_consumer_resets_total" + l("") + " 0",
+		"kvwatch_cut_off_servers_total" + l("") + " 0",
 		"kvwatch_data_errors_total" + l(`kind="FirewallRule",`) + " 0",
 		"kvwatch_data_errors_total" + l(`kind="Route",`) + " 1",
 		"kvwatch_data_errors_total" + l(`kind="VPCConfig",`) + " 0",
@@ -293,8 +294,8 @@ func TestCollectorAddAndRemove(t *testing.T) {
 	if got := series(t, reg, "kvwatch_synced"); !slices.Equal(got, []string{synced[0], synced[2]}) {
 		t.Errorf("after Remove(routing) gathered\n%s", strings.Join(got, "\n"))
 	}
-	if n := testutil.CollectAndCount(c); n != 2*(3*5+13) {
-		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 13 per watcher)", n, 2*(3*5+13))
+	if n := testutil.CollectAndCount(c); n != 2*(3*5+14) {
+		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 14 per watcher)", n, 2*(3*5+14))
 	}
 	if err := c.Add(firewall.Watcher, "routing"); !errors.Is(err, kvwatchprom.ErrDuplicate) {
 		t.Errorf("Add of firewall as routing, while added as firewall = %v, want ErrDuplicate", err)
