@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
 )
@@ -34,9 +35,10 @@ func TestACutOffReplicaIsNoStreamGoneBack(t *testing.T) {
 	_, js := c.Connect(t)
 	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Replicas: 3})
 	put(t, kv, "vpc.a.route.r0", route{CIDR: "0"})
-	// A follower of the stream's leader, and not the meta leader: the
-	// rest go on at once, and the watcher's check, the first thing it
-	// does once it reaches the node, finds the node's store behind.
+	// A follower of the stream's leader, neither the meta leader nor the
+	// watcher's consumer's node: the rest go on at once, and the
+	// watcher's check, the first thing it does once it reaches the node,
+	// finds the node's store behind.
 	leader, meta := streamLeader(t, js), c.MetaLeader()
 	var cutOff *kvwatchtest.Node
 	var rest []*kvwatchtest.Node
@@ -47,22 +49,37 @@ func TestACutOffReplicaIsNoStreamGoneBack(t *testing.T) {
 		}
 		rest = append(rest, n)
 	}
-	// The watcher's servers: one of the rest first, then the node cut off.
-	first, last := netfault.Start(t, rest[0].ClientURL()), netfault.Start(t, cutOff.ClientURL())
-	nc, err := nats.Connect(first.URL()+","+last.URL(), nats.DontRandomize(), nats.IgnoreDiscoveredServers(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	wjs, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var unconfirmed atomic.Bool
 	logger := slog.New(logWatch{match: "not from a leader in touch", on: func() { unconfirmed.Store(true) }})
 	r := newRecorder()
-	w := startNetwork(t, wjs, vpcs("a"), r, kvwatch.WithRequestTimeout(time.Second), kvwatch.WithLogger(logger))
-	waitSynced(t, w)
+	var first, last *netfault.Proxy
+	var nc *nats.Conn
+	var w *kvwatchimpl.Watcher
+	for attempt := 0; ; attempt++ {
+		// The watcher's servers: one of the rest first, then the node
+		// cut off.
+		first, last = netfault.Start(t, rest[0].ClientURL()), netfault.Start(t, cutOff.ClientURL())
+		var err error
+		nc, err = nats.Connect(first.URL()+","+last.URL(), nats.DontRandomize(), nats.IgnoreDiscoveredServers(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		wjs, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = startNetwork(t, wjs, vpcs("a"), r, kvwatch.WithRequestTimeout(time.Second), kvwatch.WithLogger(logger))
+		waitSynced(t, w)
+		if consumerNode(t, js) != cutOff.Name() {
+			break
+		}
+		if attempt == 10 {
+			t.Fatal("every consumer on the node to cut off")
+		}
+		w.Stop()
+		nc.Close()
+	}
 
 	for _, p := range c.Routes(cutOff.Name()) {
 		p.Partition()
@@ -73,6 +90,7 @@ func TestACutOffReplicaIsNoStreamGoneBack(t *testing.T) {
 	kvwatchtest.Eventually(t, 30*time.Second, "the bucket from the rest", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
+		var err error
 		kvRest, err = jsRest.KeyValue(ctx, "network")
 		return err == nil
 	})
