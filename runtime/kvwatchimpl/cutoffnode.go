@@ -38,13 +38,17 @@ const errCodeClusterNotAvail jetstream.ErrorCode = 10008
 
 // noteServerAnswer records a failed request's error (nil: a request that
 // succeeded) on the event goroutine, and leaves the server once it has
-// answered only clusterUnavailable for cutOffAfter.
+// answered only clusterUnavailable for cutOffAfter: the same server, the
+// connection not reconnected since the first such answer. When no
+// server of the cluster has a meta leader, the watcher goes from one to
+// the next every cutOffAfter, which costs a reconnect each time.
 func (w *Watcher) noteServerAnswer(err error) {
+	reconnects := w.js.Conn().Stats().Reconnects // the server it is connected to now
 	switch {
 	case err == nil || !clusterUnavailable(err):
 		w.unavailableSince = time.Time{}
-	case w.unavailableSince.IsZero():
-		w.unavailableSince = time.Now()
+	case w.unavailableSince.IsZero() || w.unavailableAt != reconnects:
+		w.unavailableSince, w.unavailableAt = time.Now(), reconnects
 	case time.Since(w.unavailableSince) >= cutOffAfter:
 		w.unavailableSince = time.Time{}
 		nc := w.js.Conn()

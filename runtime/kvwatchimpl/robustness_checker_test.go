@@ -19,6 +19,9 @@ import (
 // scopeA is the filters of scope a.
 var scopeA = []string{"$KV.network.vpc.a", "$KV.network.vpc.a.>"}
 
+// scopeB is the filters of scope b.
+func scopeB() []string { return []string{"$KV.network.vpc.b", "$KV.network.vpc.b.>"} }
+
 // scopeAB is the filters of scopes a and b.
 func scopeAB() []string {
 	return append(slices.Clone(scopeA), "$KV.network.vpc.b", "$KV.network.vpc.b.>")

@@ -367,7 +367,25 @@ func regCases() []checkerCase {
 			f.hist.record(hwrite{rev: 10, key: rkey("r1"), op: "PUT", value: rval("10")})
 			l := f.life(f.baseLog()[:8]...)
 			l.stopAt = 8
-			l.hookedScopes, l.loggedSyncs = [][]string{scopeA, {"$KV.network.vpc.b", "$KV.network.vpc.b.>"}, scopeA}, 1
+			l.hookedScopes, l.loggedSyncs = []hookedSync{{8, scopeA}, {8, scopeB()}, {9, scopeA}}, 1
+			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(10))
+			return regViolations(f, l)
+		}},
+		{name: "skipped write past the cut, every scope past it keeping the key", want: rkey("r1") + ": write at 9 never delivered", run: func(f *cfix) []string {
+			f.hist.record(hwrite{rev: 9, key: rkey("r1"), op: "PUT", value: rval("9")})
+			f.hist.record(hwrite{rev: 10, key: rkey("r1"), op: "PUT", value: rval("10")})
+			l := f.life(f.baseLog()[:8]...)
+			l.stopAt = 8
+			l.hookedScopes, l.loggedSyncs = []hookedSync{{8, scopeA}, {9, scopeAB()}}, 1
+			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(10))
+			return regViolations(f, l)
+		}},
+		{name: "skipped write past the cut, before the scope left", want: rkey("r1") + ": write at 9 never delivered", run: func(f *cfix) []string {
+			f.hist.record(hwrite{rev: 9, key: rkey("r1"), op: "PUT", value: rval("9")})
+			f.hist.record(hwrite{rev: 10, key: rkey("r1"), op: "PUT", value: rval("10")})
+			l := f.life(f.baseLog()[:8]...)
+			l.stopAt = 8
+			l.hookedScopes, l.loggedSyncs = []hookedSync{{8, scopeA}, {10, scopeB()}, {11, scopeA}}, 1
 			f.reg(l, 8, synced(8, 2), 2, f.ini(6), f.ini(8), f.ev(10))
 			return regViolations(f, l)
 		}},

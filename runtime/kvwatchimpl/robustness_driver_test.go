@@ -232,7 +232,7 @@ func clusterEnv(t *testing.T) *robustEnv {
 			p.Heal()
 		}
 		kvwatchtest.Eventually(t, 30*time.Second, "the node back in the cluster", func() bool {
-			return node.NumRoutes() > 0 && c.MetaLeader() != ""
+			return routedToAll(node, len(c.Nodes)-1) && c.MetaLeader() != ""
 		})
 		d.run.healthy.Store(true)
 	}
@@ -567,4 +567,17 @@ func cutDot(s string) (before, after string, found bool) {
 		}
 	}
 	return s, "", false
+}
+
+// routedToAll reports whether node has a route to each of its peers.
+func routedToAll(node *kvwatchtest.Node, peers int) bool {
+	rz, err := node.Routez(nil)
+	if err != nil {
+		return false
+	}
+	names := map[string]bool{}
+	for _, r := range rz.Routes {
+		names[r.RemoteName] = true
+	}
+	return len(names) == peers
 }

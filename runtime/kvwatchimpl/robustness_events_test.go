@@ -30,11 +30,13 @@ type evSeq struct {
 	// the data errors between them are unknown, so every write that does
 	// not decode counts as reported.
 	unlogged []revent
-	// unloggedScopes are the filters of the sync points past the end of
-	// the watcher's log (reached, but cut off with its handlers): a key
-	// one of them leaves out may have left the scopes and come back
-	// before the unlogged events, so its next one starts over.
-	unloggedScopes [][]string
+	// unloggedScopes are the sync points past the end of the watcher's
+	// log (reached, but cut off with its handlers), in order: each is
+	// placed among the unlogged events by its revision (before a live
+	// event after it; before an Initial event of a key it leaves out,
+	// the catch-up of a scope added again after it), and a key it leaves
+	// out starts over there, as at a logged sync point.
+	unloggedScopes []hookedSync
 	// start is the state before the first item: a key's next event must
 	// come after its entry's revision (but with forget, for a restored
 	// one: a checkpoint of another stream, whose revisions start over),
@@ -93,19 +95,22 @@ func checkEvents(s evSeq, fail func(string, ...any)) (view rstate, syncPoints in
 	}
 	view = maps2(s.start)
 	reported := s.reported
+	pending := s.unloggedScopes
 	var lastLive uint64
 	for i, e := range append(s.items[:len(s.items):len(s.items)], s.unlogged...) {
 		if i == len(s.items) {
 			reported = undecodable(s.hist, s.epoch, s.reported)
+		}
+		for i >= len(s.items) && len(pending) > 0 && !e.dropped &&
+			(pending[0].rev < e.rev || (e.initial && !inFilters(pending[0].filters, e.key))) {
 			for key := range lastOf {
-				for _, filters := range s.unloggedScopes {
-					if !inFilters(filters, key) {
-						delete(lastOf, key)
-						delete(lastEvent, key)
-						break
-					}
+				if !inFilters(pending[0].filters, key) {
+					delete(lastOf, key)
+					delete(lastEvent, key)
 				}
 			}
+			floor = nil
+			pending = pending[1:]
 		}
 		switch {
 		case e.rewound:
@@ -186,6 +191,12 @@ func checkEvents(s evSeq, fail func(string, ...any)) (view rstate, syncPoints in
 		lastOf[e.key], lastEvent[e.key] = e.rev, e.rev
 	}
 	return view, syncPoints
+}
+
+// hookedSync is a sync point as the event goroutine records it.
+type hookedSync struct {
+	rev     uint64
+	filters []string
 }
 
 // undecodable returns reported with the revisions of the puts of epoch

@@ -166,9 +166,19 @@ type robustRun struct {
 
 	mu         sync.Mutex
 	violations []string
+	reports    []string // noteReport
 	// callsCtx ends the calls from user code still waiting when traffic
 	// stops (robustness_calls_test.go): the watchers must then converge.
 	callsCtx context.Context
+}
+
+// noteReport keeps a report of the store gone back, with what led to it,
+// for the run's log (written by the test's goroutine at the end: a
+// callback may run after the test).
+func (r *robustRun) noteReport(text string) {
+	r.mu.Lock()
+	r.reports = append(r.reports, text)
+	r.mu.Unlock()
 }
 
 func (r *robustRun) violation(format string, args ...any) {
@@ -319,6 +329,9 @@ func robustnessRun(t *testing.T, topo robustTopology, seed uint64, d time.Durati
 
 	r.mu.Lock()
 	bad := slices.Clone(r.violations)
+	for _, text := range r.reports {
+		t.Log(text)
+	}
 	r.mu.Unlock()
 	for _, rw := range watchers {
 		rw.mu.Lock()

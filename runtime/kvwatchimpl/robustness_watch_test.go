@@ -122,7 +122,7 @@ type life struct {
 	// in events too. Those past them, which Stop cut off with the
 	// handlers, still changed the scopes a registration's events past
 	// the cut were delivered in (checkReg).
-	hookedScopes [][]string
+	hookedScopes []hookedSync
 	loggedSyncs  int
 	// lateChange is set when a SetScopes from user code was cut short by
 	// the end of the run: its change may come after quiesce.
@@ -264,7 +264,7 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 			epoch := rw.run.hist.currentEpoch() // now, at the sync point
 			l.mu.Lock()
 			l.syncEpoch = epoch
-			l.hookedScopes = append(l.hookedScopes, cp.Filters)
+			l.hookedScopes = append(l.hookedScopes, hookedSync{rev: cp.Revision, filters: cp.Filters})
 			l.mu.Unlock()
 			return func() {
 				l.log.note(fmt.Sprintf("sync point at %d, filters %v", cp.Revision, cp.Filters))
@@ -299,7 +299,7 @@ func (rw *robustWatcher) start(scopes kvwatchimpl.Scopes, resume bool) error {
 				rw.wentBack.Add(1)
 				// Said, with what led to it: a report where no loss was
 				// injected is a finding.
-				rw.run.t.Logf("watcher %d: %v; its last log lines:\n%s", rw.id, err, l.log.last(20))
+				rw.run.noteReport(fmt.Sprintf("watcher %d: %v; its last log lines:\n%s", rw.id, err, l.log.last(20)))
 				return
 			}
 			if errors.As(err, &data) {

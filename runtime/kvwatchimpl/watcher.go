@@ -156,6 +156,7 @@ type Watcher struct {
 	// unavailableSince is when the server began answering only that it
 	// cannot speak for its cluster (cutoffnode.go); zero otherwise.
 	unavailableSince time.Time
+	unavailableAt    uint64 // the connection's reconnect count then
 	// verifyStream is set after the tail broke: before the next consumer,
 	// the stream must be the one the caches come from (checkStream).
 	verifyStream bool

@@ -172,9 +172,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 // others through a proxy of its own per peer. A JetStream cluster needs
 // its routes configured before it starts, so the cluster ports are picked
 // free first; one taken meanwhile (by another test's server) makes a node
-// fail to start, and what was started is stopped. The nodes do not
-// advertise their cluster ports: a route learned from gossip would go
-// round the proxies.
+// fail to start, and what was started is stopped. The nodes advertise
+// an address that takes no connection: a route learned from gossip would
+// go round the proxies.
 func startNodes(t testing.TB, n int) ([]*Node, []route, error) {
 	t.Helper()
 	name := fmt.Sprintf("kvwatchtest-%d", time.Now().UnixNano())
@@ -198,7 +198,10 @@ func startNodes(t testing.TB, n int) ([]*Node, []route, error) {
 		opts.Cluster.Name = name
 		opts.Cluster.Host = "127.0.0.1"
 		opts.Cluster.Port = ports[i]
-		opts.Cluster.NoAdvertise = true
+		// Gossip tells the other nodes this address for routes they do
+		// not have (an implicit route, past the proxies): one that takes
+		// no connection, so that every route is a configured one.
+		opts.Cluster.Advertise = "127.0.0.1:1"
 		for j := range n {
 			if j == i {
 				continue
@@ -220,11 +223,12 @@ func startNodes(t testing.TB, n int) ([]*Node, []route, error) {
 			return nil, nil, err
 		}
 	}
-	for _, node := range nodes {
-		t.Cleanup(node.Stop)
-	}
+	// Cleanups run last first: the nodes stop before their routes close.
 	for _, r := range routes {
 		t.Cleanup(r.proxy.Close)
+	}
+	for _, node := range nodes {
+		t.Cleanup(node.Stop)
 	}
 	return nodes, routes, nil
 }

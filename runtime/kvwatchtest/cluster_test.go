@@ -85,6 +85,16 @@ func TestClusterRoutesPartitionANode(t *testing.T) {
 		p.Heal()
 	}
 	Eventually(t, 30*time.Second, "the node's routes back", func() bool { return apart.NumRoutes() > 0 })
+	// Every route goes through a proxy, gossip or not: cut again, the
+	// node has none left.
+	for _, p := range c.Routes(apart.Name()) {
+		p.Partition()
+	}
+	Eventually(t, 10*time.Second, "the node without routes, cut again", func() bool { return apart.NumRoutes() == 0 })
+	for _, p := range c.Routes(apart.Name()) {
+		p.Heal()
+	}
+	Eventually(t, 30*time.Second, "the node's routes back again", func() bool { return apart.NumRoutes() > 0 })
 	c.Nodes[1].Stop()
 	put("a write needing the node that was apart", "v3")
 }
