@@ -188,7 +188,8 @@ const peerSilence = 2 * time.Second
 // a server that can speak for the stream: one not replicated (c nil, or
 // no replicas), or its leader having heard lately from enough replicas to
 // form a quorum with itself. nats-server answers a replicated stream's
-// info from any replica once the stream has been leaderless for a while
+// info from any replica once the stream has no leader (on a server up
+// for more than 10 s)
 // (Leader ""), and a leader cut off from the others keeps answering as
 // one until it steps down, about 10 s later: each from its own store.
 func inTouch(c *jetstream.ClusterInfo) bool {

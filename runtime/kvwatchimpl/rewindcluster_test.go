@@ -22,7 +22,8 @@ import (
 
 // A replicated stream's info is answered from a replica's own store by a
 // leader cut off from the others (until it steps down, about 10 s later)
-// and by any replica once the stream has been leaderless for a while
+// and by any replica once the stream has no leader (on a server up for
+// more than 10 s)
 // (nats-server). A watcher that applied writes a cut-off follower lacks,
 // then reaches only that node, is answered a last sequence below its
 // revision. That is no loss: the writes are on the other replicas. The
@@ -100,8 +101,8 @@ func TestACutOffReplicaIsNoStreamGoneBack(t *testing.T) {
 	}
 	waitRevision(t, w, rev)
 	first.Partition() // the watcher's connection goes to the node cut off
-	// The node answers the stream's info once its group has been
-	// leaderless for a while (about 10 s).
+	// The node answers the stream's info once its group has no leader
+	// (its election timeout) and it has been up for 10 s.
 	kvwatchtest.Eventually(t, 60*time.Second, "the watcher answered by the node cut off", func() bool {
 		return unconfirmed.Load() || w.Stats().StreamWentBack > 0
 	})
