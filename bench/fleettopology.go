@@ -41,7 +41,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 	}
 	f := &fleet{}
 	var err error
-	f.hub, err = startFleetServer(&leafNode{Name: "hub", Domain: fleetHubDomain, HTTPPort: ports[1], ListenPort: ports[0], Isolate: cfg.isolated})
+	f.hub, err = startFleetServer(&leafNode{Name: "hub", Domain: fleetHubDomain, HTTPPort: ports[1], ListenPort: ports[0], Isolate: cfg.isolated}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 		if cfg.isolated {
 			node.DenyImports = []string{fleetLocalDeny}
 		}
-		edge, err := startFleetServer(node)
+		edge, err := startFleetServer(node, 0)
 		if err != nil {
 			f.stop()
 			return nil, err
@@ -85,13 +85,14 @@ func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 	return f, nil
 }
 
-// startFleetServer starts a server child of a fleet and connects to it.
-func startFleetServer(node *leafNode) (*childServer, error) {
+// startFleetServer starts a server child of a fleet on port (0: a random
+// one) and connects to it.
+func startFleetServer(node *leafNode, port int) (*childServer, error) {
 	store, err := os.MkdirTemp("", "kvwatchgen-bench-")
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startChild(&childServer{store: store, leaf: node})
+	srv, err := startChild(&childServer{store: store, port: port, leaf: node})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", node.Name, err)
 	}

@@ -46,6 +46,7 @@ var scenarios = []scenario{
 	{"read-paths", "the server's side of reading 100 scopes by direct get: in flight, halves, pinned (replies not decoded)", runReadPaths},
 	{"failover", "time from a server crash, and from a silent (half-open) connection, to the first event after it: kvwatch vs kv.WatchFiltered", runFailover},
 	{"fleet", "a hub and E edges with KV mirrors: consumers, memory, subscriptions and delivery latency per watcher", runFleet},
+	{"storm", "a hub and E edges with W watchers each, every watcher on its own connection, moving at once (cold start, from checkpoints, edge and hub restarts, link flaps, a hot write): kvwatch vs kv.WatchFiltered", runStorm},
 	{"fleet-sizing", "the hub's memory and subscriptions per edge and per watcher, fitted over fleets of several sizes and runs, default and recommended settings", runFleetSizing},
 	{"backpressure", "client memory while a handler over 100x slower than the publisher falls behind", runBackpressure},
 	{"modify", "read-modify-write of one key by 1, 4 and 16 concurrent ModifyItem callers: updates/s, conflicts, lost updates", runModify},
