@@ -130,11 +130,13 @@ func (p *Proxy) Slice(size int, delay time.Duration) {
 	p.set("slicer", "slicer", ToDownstream, map[string]any{"average_size": size, "size_variation": size / 2, "delay": delay.Microseconds()})
 }
 
-// ResetMidMessage resets (TCP RST) every connection at the next chunk the
-// server sends, after slicing it: a reset in the middle of a message.
+// ResetMidMessage cuts every connection in the middle of what the server
+// sends next: after its first byte the connection is closed (and so is
+// every new one, until Heal). One toxic, not a slicer
+// and a reset_peer: removing a sliced reset from live links could hang in
+// toxiproxy (TestHealAfterResetUnderTraffic).
 func (p *Proxy) ResetMidMessage() {
-	p.Slice(16, 0)
-	p.set("reset", "reset_peer", ToDownstream, map[string]any{"timeout": 0})
+	p.set("reset", "limit_data", ToDownstream, map[string]any{"bytes": 1})
 }
 
 // Partition closes every connection through the proxy and refuses new

@@ -1,0 +1,70 @@
+package netfault_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
+)
+
+// Heal returns however busy the connections were when a reset fault hit
+// them: a subscriber and a publisher stream through the proxy while the
+// fault is set and healed over and over. Removing a sliced reset from
+// live links once hung for an hour in toxiproxy (a stage blocked sending
+// to the one being removed).
+func TestHealAfterResetUnderTraffic(t *testing.T) {
+	s := kvwatchtest.Server(t)
+	p := netfault.Start(t, s.ClientURL())
+	sub := connect(t, p)
+	pub := connect(t, p)
+	if _, err := sub.Subscribe("load", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		payload := make([]byte, 512)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pub.Publish("load", payload) //nolint:errcheck // while reset, publishes fail or buffer
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	for i := range 60 {
+		p.ResetMidMessage()
+		healed := make(chan struct{})
+		go func() { p.Heal(); close(healed) }()
+		select {
+		case <-healed:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Heal did not return in 20 s", i+1)
+		}
+		if err := waitConnected(sub, pub); err != nil {
+			t.Fatalf("round %d: %v", i+1, err)
+		}
+	}
+}
+
+// waitConnected waits until every connection given answers a flush, for
+// at most 10 s.
+func waitConnected(ncs ...*nats.Conn) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for _, nc := range ncs {
+		for nc.FlushTimeout(200*time.Millisecond) != nil {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("a connection did not come back in 10 s")
+			}
+		}
+	}
+	return nil
+}
