@@ -60,6 +60,10 @@ func TestScenariosSmoke(t *testing.T) {
 		"fleet_sizing_hub_subscriptions_per_watcher":          2,
 		"fleet_sizing_hub_subscriptions_per_watcher_isolated": 0,
 		"modify_lost_updates":                                 0,
+		// Every watcher of the storm syncs again after every event.
+		"storm_watchers":                  20,
+		"storm_unsynced_watchers_kvwatch": 0,
+		"storm_unsynced_watchers_natsgo":  0,
 	}
 	if v := names["failover_seconds_kvwatch"]; v >= 3 {
 		t.Errorf("failover_seconds_kvwatch = %v, want under 3 s", v)
@@ -80,9 +84,17 @@ func TestScenariosSmoke(t *testing.T) {
 		"failover_seconds_meta_leader_loss_max", "blackhole_recovery_seconds_kvwatch", "blackhole_recovery_seconds_natsgo", "fleet_delivery_p50_ms", "fleet_delivery_p99_ms",
 		"fleet_hub_subscriptions_isolated",
 		"modify_updates_per_second_w1", "modify_updates_per_second_w16",
-		"restart_to_synced_seconds_checkpoint_file", "restart_to_synced_seconds_full_read"} {
+		"restart_to_synced_seconds_checkpoint_file", "restart_to_synced_seconds_full_read",
+		"storm_edge_restart_synced_seconds_max_kvwatch", "storm_edge_restart_synced_seconds_max_natsgo",
+		"storm_edge_restart_edge_cpu_seconds_kvwatch", "storm_edge_restart_edge_cpu_seconds_natsgo"} {
 		if v, ok := names[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
+		}
+	}
+	// Counts that may be 0, present.
+	for _, name := range []string{"storm_api_errors_kvwatch", "storm_edge_restart_reread_share_kvwatch"} {
+		if _, ok := names[name]; !ok {
+			t.Errorf("%s missing", name)
 		}
 	}
 	// Memory fitted over a few watchers is noise of either sign at these

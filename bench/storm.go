@@ -241,7 +241,8 @@ type stormEvent struct {
 	name     string
 	edges    []int // touched (nil: every edge)
 	watchers []*stormWatcher
-	before   map[*stormWatcher]uint64 // entries received at the start
+	before   map[*stormWatcher]uint64         // entries received at the start
+	counted  map[*stormWatcher][]stormCounter // counters at the start
 	meter    *stormMeter
 	t0       time.Time
 	initial  bool     // a start: the initial state must be complete
@@ -249,10 +250,13 @@ type stormEvent struct {
 }
 
 func (r *stormRun) begin(ctx context.Context, name string, edges []int) (*stormEvent, error) {
-	ev := &stormEvent{name: name, edges: edges, watchers: r.fleet.on(edges...), before: map[*stormWatcher]uint64{}}
+	ev := &stormEvent{name: name, edges: edges, watchers: r.fleet.on(edges...), before: map[*stormWatcher]uint64{}, counted: map[*stormWatcher][]stormCounter{}}
 	for _, sw := range ev.watchers {
 		if sw.stop != nil {
 			ev.before[sw] = sw.received()
+			if sw.counters != nil {
+				ev.counted[sw] = sw.counters()
+			}
 		}
 		sw.clear()
 	}
@@ -313,7 +317,20 @@ func (r *stormRun) finish(ctx context.Context, ev *stormEvent) error {
 	spent := ev.meter.end(ctx)
 	var secs []float64
 	unsynced, reread, read := 0, 0, uint64(0)
+	var counts []stormCounter // summed over the watchers
 	for _, sw := range ev.watchers {
+		if sw.counters != nil {
+			now, then := sw.counters(), ev.counted[sw]
+			for i, c := range now {
+				if counts == nil || len(counts) < len(now) {
+					counts = append(counts, stormCounter{name: c.name})
+				}
+				counts[i].value += c.value
+				if i < len(then) {
+					counts[i].value -= then[i].value
+				}
+			}
+		}
 		if at, ok := ev.readyAt(sw); ok {
 			secs = append(secs, at.Sub(ev.t0).Seconds())
 		} else {
@@ -327,6 +344,9 @@ func (r *stormRun) finish(ctx context.Context, ev *stormEvent) error {
 	}
 	r.unsynced += unsynced
 	r.report(ev, secs, unsynced, reread, read, spent)
+	for _, c := range counts {
+		r.b.reportNote("storm_"+ev.name+"_"+c.name+"_"+r.side.name, float64(c.value), "times", "summed over the watchers (Stats)")
+	}
 	return nil
 }
 

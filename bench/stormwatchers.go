@@ -33,6 +33,9 @@ type stormWatcher struct {
 	stop    func()
 	// received is what the server sent the watcher so far, in entries.
 	received func() uint64
+	// counters are the side's own counts of what the watcher did to
+	// recover (nil when the side keeps none), by figure name.
+	counters func() []stormCounter
 	// started is when the watch was asked for, synced when its initial
 	// state was complete (zero until then).
 	started time.Time
@@ -42,6 +45,12 @@ type stormWatcher struct {
 	latest   []uint64      // per tenant (as tenants), the highest revision given
 	arrivals []stormChange // since the scenario last cleared them
 	errs     []error
+}
+
+// stormCounter is one count a side keeps of a watcher.
+type stormCounter struct {
+	name  string
+	value uint64
 }
 
 // stormChange is an entry given to a watcher, from its i-th tenant.
@@ -173,6 +182,11 @@ func watchStormKVWatch(ctx context.Context, js jetstream.JetStream, sw *stormWat
 	}
 	sw.stop = w.Stop
 	sw.received = func() uint64 { return w.Stats().Received }
+	sw.counters = func() []stormCounter {
+		s := w.Stats()
+		return []stormCounter{{"consumer_resets", s.ConsumerResets}, {"silent_connections", s.SilentConnections},
+			{"cut_off_servers", s.CutOffServers}, {"stream_went_back", s.StreamWentBack}}
+	}
 	return nil
 }
 
@@ -277,8 +291,16 @@ func (f *stormFleet) start(ctx context.Context, urls []string, ws []*stormWatche
 func (f *stormFleet) startOne(ctx context.Context, url string, sw *stormWatcher) error {
 	sw.synced.Store(0)
 	sw.started = time.Now()
-	nc, js, err := dial(url, nats.CustomInboxPrefix(fleetLocalInbox),
-		nats.ReconnectWait(nats.DefaultReconnectWait), nats.ReconnectJitter(nats.DefaultReconnectJitter, nats.DefaultReconnectJitterTLS))
+	// A node whose first connection attempt times out (thousands dialing
+	// one server at once) tries again, as a booting node does.
+	var nc *nats.Conn
+	var js jetstream.JetStream
+	err := waitUntil(ctx, time.Minute, "connecting to "+url, func(context.Context) (bool, error) {
+		var err error
+		nc, js, err = dial(url, nats.CustomInboxPrefix(fleetLocalInbox),
+			nats.ReconnectWait(nats.DefaultReconnectWait), nats.ReconnectJitter(nats.DefaultReconnectJitter, nats.DefaultReconnectJitterTLS))
+		return err == nil, err
+	})
 	if err != nil {
 		return err
 	}
