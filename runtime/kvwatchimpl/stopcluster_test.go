@@ -3,6 +3,7 @@ package kvwatchimpl_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,7 +84,15 @@ func TestStopDuringTheFirstCreationInACluster(t *testing.T) {
 		}
 		w.Stop()
 		barrier(t, js)
-		if names := consumerNames(t, js); len(names) > 0 {
+		// The listing is answered by a node that may not have applied the
+		// barrier's deletion yet (it once listed only "barrier"): once it
+		// no longer lists the barrier, it has applied every proposal before.
+		var names []string
+		kvwatchtest.Eventually(t, 10*time.Second, "a listing past the barrier", func() bool {
+			names = consumerNames(t, js)
+			return !slices.Contains(names, "barrier")
+		})
+		if len(names) > 0 {
 			t.Fatalf("start %d: consumers %v on the stream after Stop", i, names)
 		}
 	}
