@@ -99,17 +99,26 @@ func runStormSide(ctx context.Context, b *bench, servers *stormServers, side sto
 	return nil
 }
 
-func (r *stormRun) coldStart(ctx context.Context) error {
-	ev, err := r.begin(ctx, "cold_start", nil)
+// run is one event: begin metering the edges given (every edge for
+// none), apply the fault, which sets what the watchers must hold, and
+// finish.
+func (r *stormRun) run(ctx context.Context, name string, edges []int, fault func(ev *stormEvent) error) error {
+	ev, err := r.begin(ctx, name, edges)
 	if err != nil {
 		return err
 	}
-	ev.initial = true
-	if err := r.fleet.start(ctx, r.servers.urls(), r.fleet.all); err != nil {
+	if err := fault(ev); err != nil {
 		ev.meter.stop()
 		return err
 	}
 	return r.finish(ctx, ev)
+}
+
+func (r *stormRun) coldStart(ctx context.Context) error {
+	return r.run(ctx, "cold_start", nil, func(ev *stormEvent) error {
+		ev.initial = true
+		return r.fleet.start(ctx, r.servers.urls(), r.fleet.all)
+	})
 }
 
 func (r *stormRun) checkpointStart(ctx context.Context) error {
@@ -121,87 +130,62 @@ func (r *stormRun) checkpointStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ev, err := r.begin(ctx, "checkpoint_start", nil)
-	if err != nil {
-		return err
-	}
-	ev.initial, ev.want = true, want
-	if err := r.fleet.start(ctx, r.servers.urls(), r.fleet.all); err != nil {
-		ev.meter.stop()
-		return err
-	}
-	return r.finish(ctx, ev)
+	return r.run(ctx, "checkpoint_start", nil, func(ev *stormEvent) error {
+		ev.initial, ev.want = true, want
+		return r.fleet.start(ctx, r.servers.urls(), r.fleet.all)
+	})
 }
 
 func (r *stormRun) edgeRestart(ctx context.Context) error {
-	ev, err := r.begin(ctx, "edge_restart", []int{0})
-	if err != nil {
-		return err
-	}
-	ev.meter.edges[0].kill(ctx)
-	ev.want, err = r.writeProbes(ctx, nil)
-	if err == nil {
-		err = ev.meter.edges[0].start()
-	}
-	if err != nil {
-		ev.meter.stop()
-		return err
-	}
-	return r.finish(ctx, ev)
+	return r.run(ctx, "edge_restart", []int{0}, func(ev *stormEvent) error {
+		ev.meter.edges[0].kill(ctx)
+		var err error
+		if ev.want, err = r.writeProbes(ctx, nil); err != nil {
+			return err
+		}
+		return ev.meter.edges[0].start()
+	})
 }
 
 func (r *stormRun) hubRestart(ctx context.Context) error {
-	ev, err := r.begin(ctx, "hub_restart", nil)
-	if err != nil {
-		return err
-	}
-	ev.meter.hub.kill(ctx)
-	err = ev.meter.hub.start()
-	if err == nil {
+	return r.run(ctx, "hub_restart", nil, func(ev *stormEvent) error {
+		ev.meter.hub.kill(ctx)
+		if err := ev.meter.hub.start(); err != nil {
+			return err
+		}
+		var err error
 		ev.want, err = r.writeProbes(ctx, nil)
-	}
-	if err != nil {
-		ev.meter.stop()
 		return err
-	}
-	return r.finish(ctx, ev)
+	})
 }
 
 // linkFlaps cuts the first edge's link three times, flapDown each, up
 // flapUp between; the time counts from the last heal.
 func (r *stormRun) linkFlaps(ctx context.Context) error {
-	ev, err := r.begin(ctx, "link_flaps", []int{0})
-	if err != nil {
-		return err
-	}
-	link := r.servers.links[0]
-	for i := range 3 {
-		if i > 0 {
-			time.Sleep(r.size.flapUp) // the fault's script, not a wait for a condition
+	return r.run(ctx, "link_flaps", []int{0}, func(ev *stormEvent) error {
+		link := r.servers.links[0]
+		for i := range 3 {
+			if i > 0 {
+				time.Sleep(r.size.flapUp) // the fault's script, not a wait for a condition
+			}
+			link.Partition()
+			time.Sleep(r.size.flapDown)
+			link.Heal()
 		}
-		link.Partition()
-		time.Sleep(r.size.flapDown)
-		link.Heal()
-	}
-	ev.t0 = time.Now()
-	if ev.want, err = r.writeProbes(ctx, nil); err != nil {
-		ev.meter.stop()
+		ev.t0 = time.Now()
+		var err error
+		ev.want, err = r.writeProbes(ctx, nil)
 		return err
-	}
-	return r.finish(ctx, ev)
+	})
 }
 
 // fanout writes one change to tenant 0, which every watcher watches.
 func (r *stormRun) fanout(ctx context.Context) error {
-	ev, err := r.begin(ctx, "fanout", nil)
-	if err != nil {
+	return r.run(ctx, "fanout", nil, func(ev *stormEvent) error {
+		var err error
+		ev.want, err = r.writeProbes(ctx, []int{0})
 		return err
-	}
-	if ev.want, err = r.writeProbes(ctx, []int{0}); err != nil {
-		ev.meter.stop()
-		return err
-	}
-	return r.finish(ctx, ev)
+	})
 }
 
 // writeProbes writes one change to each tenant given (every tenant for

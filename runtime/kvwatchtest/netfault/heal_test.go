@@ -11,8 +11,7 @@ import (
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
 )
 
-// Heal returns however busy the connections were when a reset fault hit
-// them: a subscriber and a publisher stream through the proxy while the
+// Setting and healing a reset return however busy the connections are: a subscriber and a publisher stream through the proxy while the
 // fault is set and healed over and over. Removing a sliced reset from
 // live links once hung for an hour in toxiproxy (a stage blocked sending
 // to the one being removed).
@@ -41,13 +40,12 @@ func TestHealAfterResetUnderTraffic(t *testing.T) {
 	defer func() { close(stop); <-done }()
 
 	for i := range 60 {
-		p.ResetMidMessage()
-		healed := make(chan struct{})
-		go func() { p.Heal(); close(healed) }()
+		returned := make(chan struct{})
+		go func() { p.ResetMidMessage(); p.Heal(); close(returned) }()
 		select {
-		case <-healed:
+		case <-returned:
 		case <-time.After(20 * time.Second):
-			t.Fatalf("round %d: Heal did not return in 20 s", i+1)
+			t.Fatalf("round %d: setting and healing the reset did not return in 20 s", i+1)
 		}
 		if err := waitConnected(sub, pub); err != nil {
 			t.Fatalf("round %d: %v", i+1, err)
