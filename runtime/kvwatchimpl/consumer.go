@@ -24,7 +24,13 @@ import (
 // (withdrawn for the tail: docs/design.md). Here each request waits only
 // as long as a creation can take (createTimeout) and is then sent again,
 // under the same name, which the server treats as the same consumer: a
-// request answered late creates nothing twice.
+// request answered late creates nothing twice. A name whose creation
+// timed out twice is given up (deleted, as any consumer replaced) for a
+// new one: the meta leader places a consumer of one replica on a node of
+// the stream at random, and keeps that placement for every request under
+// the name, so one placed on a node cut off from the rest (which the meta
+// leader takes for online until it misses its heartbeats for half a
+// minute) would never be answered.
 
 // tailConsumer is the watcher's consumer on the server; the event
 // goroutine uses it.
@@ -81,16 +87,18 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 	var name string
 	var from consumerStart
 	sent := false // a creation request for name went out
+	timeouts := 0 // how many of them timed out
 	for attempt := 0; ; attempt++ {
-		if cur := at(); name == "" || cur != from {
+		if cur := at(); name == "" || cur != from || timeouts == giveUpNameAfter {
 			// A consumer starts where the watcher is: a new position is a
-			// new consumer (the server refuses to move one), and the
-			// name tried before is deleted in case a late answer made it.
+			// new consumer (the server refuses to move one), and so is a
+			// new placement; the name tried before is deleted in case a
+			// late answer made it.
 			if sent {
 				c.retireUnanswered(name, filters, from)
 			}
 			c.serial++
-			name, from, sent = c.prefix+"_"+strconv.Itoa(c.serial), cur, false
+			name, from, sent, timeouts = c.prefix+"_"+strconv.Itoa(c.serial), cur, false, 0
 		}
 		timeout := createTimeout(len(filters), attempt)
 		err := c.deleteGone(ctx, createTimeout(0, 0))
@@ -100,6 +108,9 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 			actx, cancel := context.WithTimeout(ctx, timeout)
 			cons, err = c.w.js.CreateOrUpdateConsumer(actx, c.w.stream, c.config(name, filters, from))
 			cancel()
+			if timedOut(err) {
+				timeouts++
+			}
 		}
 		c.w.noteServerAnswer(err)
 		if err == nil {
@@ -131,7 +142,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 		// refusal (the stream's leader moving, JetStream not ready) waits
 		// a little first.
 		wait := time.Duration(0)
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		if !timedOut(err) {
 			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
 		} else {
 			c.w.leaveIfSilent() // or every request after it goes the same way (silent.go)
@@ -191,6 +202,17 @@ func createTimeout(filters, attempt int) time.Duration {
 	first := 500*time.Millisecond + 2*pairs
 	ceiling := min(max(time.Second, 10*pairs), maxCreateTimeout)
 	return max(min(first<<min(attempt, 6), ceiling), first)
+}
+
+// giveUpNameAfter is how many creation requests under one name may time
+// out before the watcher tries a new name, and with it a new placement:
+// one timeout is what an election costs (the request went to a meta
+// leader that is gone), a second one, sent to the new leader, is not.
+const giveUpNameAfter = 2
+
+// timedOut reports whether err says a request was not answered in time.
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
 
 // maxCreateTimeout bounds the wait for one creation request.

@@ -119,7 +119,7 @@ func (c *tailConsumer) delete() {
 		if err == nil || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
 			break
 		}
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) && !sleep(ctx, 100*time.Millisecond) {
+		if !timedOut(err) && !sleep(ctx, 100*time.Millisecond) {
 			break // refused (JetStream not ready): asked again after a pause
 		}
 	}

@@ -2,11 +2,8 @@ package kvwatchimpl
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
-
-	"github.com/nats-io/nats.go"
 )
 
 // This file is what the watcher does about a connection that went silent
@@ -36,7 +33,7 @@ func (w *Watcher) leaveIfSilent() {
 	ctx, cancel := context.WithTimeout(w.ctx, silentAfter)
 	defer cancel()
 	err := nc.FlushWithContext(ctx)
-	if err == nil || w.ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+	if err == nil || w.ctx.Err() != nil || !timedOut(err) {
 		return
 	}
 	w.stats.silentConnections.Add(1)

@@ -9,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
-	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
 
@@ -208,49 +206,4 @@ func (h *warnings) text() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return strings.Join(h.lines, "\n")
-}
-
-// A watcher on a node that can reach the rest of its cluster, whose
-// consumer's node is cut off from them (its routes down, the node still
-// running), gets a new consumer through the rest, and once the node is
-// back the stream holds that one only: the meta group deletes the old
-// one without its node.
-func TestAConsumerOnACutOffNodeIsReplaced(t *testing.T) {
-	c := kvwatchtest.StartCluster(t, 3)
-	_, js := c.Connect(t)
-	kv := kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Replicas: 3})
-	put(t, kv, "vpc.a.route.r0", route{CIDR: "0"})
-	// A watcher whose consumer is on another node than its connection's.
-	var w *kvwatchimpl.Watcher
-	var host string
-	for attempt := 0; ; attempt++ {
-		nc, wjs := c.Connect(t, nats.IgnoreDiscoveredServers())
-		w = startNetwork(t, wjs, vpcs("a"), newRecorder(), debugLogger())
-		waitSynced(t, w)
-		host = consumerNode(t, js)
-		if nc.ConnectedServerName() != host {
-			break
-		}
-		if attempt == 10 {
-			t.Fatal("every consumer on the watcher's own node")
-		}
-		w.Stop()
-	}
-	old := w.Stats().Consumer
-	for _, p := range c.Routes(host) {
-		p.Partition()
-	}
-	kvwatchtest.Eventually(t, 30*time.Second, "a new consumer while the old one's node is cut off", func() bool {
-		now := w.Stats().Consumer
-		return now != "" && now != old
-	})
-	for _, p := range c.Routes(host) {
-		p.Heal()
-	}
-	kvwatchtest.Eventually(t, 30*time.Second, "the old consumer deleted once its node is back", func() bool {
-		names := consumerNames(t, js)
-		return len(names) == 1 && names[0] == w.Stats().Consumer
-	})
-	rev := putRetrying(t, kv, "vpc.a.route.r1", route{CIDR: "1"})
-	waitRevision(t, w, rev)
 }

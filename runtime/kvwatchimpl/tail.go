@@ -286,7 +286,7 @@ func (w *Watcher) streamInfoSoon(ctx context.Context) (jetstream.Stream, error) 
 		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond<<min(attempt, 4))
 		stream, err := w.js.Stream(actx, w.stream)
 		cancel()
-		if err == nil || ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+		if err == nil || ctx.Err() != nil || !timedOut(err) {
 			return stream, err
 		}
 	}
