@@ -24,8 +24,8 @@ import (
 // (withdrawn for the tail: docs/design.md). Here each request waits only
 // as long as a creation can take (createTimeout) and is then sent again,
 // under the same name, which the server treats as the same consumer: a
-// request answered late creates nothing twice. A name whose creation
-// timed out twice is given up (deleted, as any consumer replaced) for a
+// request answered late creates nothing twice. On a replicated stream a
+// name whose creation timed out twice is given up (deleted, as any consumer replaced) for a
 // new one: the meta leader places a consumer of one replica on a node of
 // the stream at random, and keeps that placement for every request under
 // the name, so one placed on a node cut off from the rest (which the meta
@@ -89,7 +89,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 	sent := false // a creation request for name went out
 	timeouts := 0 // how many of them timed out
 	for attempt := 0; ; attempt++ {
-		if cur := at(); name == "" || cur != from || timeouts == giveUpNameAfter {
+		if cur := at(); name == "" || cur != from || (c.w.replicated && timeouts == giveUpNameAfter) {
 			// A consumer starts where the watcher is: a new position is a
 			// new consumer (the server refuses to move one), and so is a
 			// new placement; the name tried before is deleted in case a
@@ -205,9 +205,12 @@ func createTimeout(filters, attempt int) time.Duration {
 }
 
 // giveUpNameAfter is how many creation requests under one name may time
-// out before the watcher tries a new name, and with it a new placement:
-// one timeout is what an election costs (the request went to a meta
-// leader that is gone), a second one, sent to the new leader, is not.
+// out before the watcher tries a new name, and with it a new placement,
+// on a replicated stream: one timeout is what an election costs (the
+// request went to a meta leader that is gone), a second one, sent to the
+// new leader, is not. A stream of one replica places every consumer on
+// its own node, so a new name would only add a deletion to the load of a
+// server slow to answer (thousands of watchers starting at once).
 const giveUpNameAfter = 2
 
 // timedOut reports whether err says a request was not answered in time.

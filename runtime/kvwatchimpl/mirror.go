@@ -17,9 +17,14 @@ import (
 
 // learnStream takes from the stream's info what shapes the watch: a
 // mirror of a bucket named otherwise keeps the origin's subjects, so the
-// filters are the origin's.
+// filters are the origin's; a replicated stream places each consumer
+// name on a node of its own (consumer.go).
 func (w *Watcher) learnStream(info *jetstream.StreamInfo) {
-	if info == nil || info.Config.Mirror == nil {
+	if info == nil {
+		return
+	}
+	w.replicated = info.Config.Replicas > 1
+	if info.Config.Mirror == nil {
 		return
 	}
 	w.subjectPrefix = subjectPrefix(w.bucket, &info.Config)

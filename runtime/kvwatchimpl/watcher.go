@@ -50,9 +50,12 @@ type Watcher struct {
 	// stream is a mirror of a bucket named otherwise (its messages keep
 	// the origin's subjects).
 	subjectPrefix string
-	bindings      []AnyBinding
-	templates     []*Template // templates[i] belongs to bindings[i]
-	scopes        []compiledScope
+	// replicated is whether the stream has more than one replica, when
+	// the watch started: a consumer's placement then differs by name.
+	replicated bool
+	bindings   []AnyBinding
+	templates  []*Template // templates[i] belongs to bindings[i]
+	scopes     []compiledScope
 	// restored counts the entries restored from a checkpoint;
 	// oldestRestored is the lowest revision among them.
 	restored       int
