@@ -101,6 +101,12 @@ type Stats struct {
 	// ConsumerResets counts how often the consumer was recreated after a
 	// lost heartbeat, a reconnect or a server restart.
 	ConsumerResets uint64
+	// CreationRetries counts the consumer creation requests sent again:
+	// unanswered in time (a server busy with thousands of watchers at
+	// once, an election, a node cut off) or refused for now (JetStream
+	// not ready, the stream's leader moving). Its rate across a fleet is
+	// how hard a storm presses on the servers; Consumer is "" meanwhile.
+	CreationRetries uint64
 	// SilentConnections counts the times the watcher found its connection
 	// silent (up, but a round trip unanswered for 3 s after its
 	// heartbeats stopped or a request went unanswered) and made the
@@ -153,7 +159,8 @@ type Stats struct {
 	// from.
 	Schema SchemaStats
 	// Consumer is the name of the watcher's consumer on the server, ""
-	// while it has none. The watcher's consumers are named
+	// while it has none (being created, at the start or after a reset:
+	// the watcher reads what is written meanwhile by direct get). The watcher's consumers are named
 	// kvw_<unique token>_<n>, one at a time, n counting the recreations.
 	Consumer string
 	// InitialState is how the initial state was read: "direct-get"

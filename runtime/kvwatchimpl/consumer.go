@@ -3,7 +3,9 @@ package kvwatchimpl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,12 +27,12 @@ import (
 // as long as a creation can take (createTimeout) and is then sent again,
 // under the same name, which the server treats as the same consumer: a
 // request answered late creates nothing twice. On a replicated stream a
-// name whose creation timed out twice is given up (deleted, as any consumer replaced) for a
-// new one: the meta leader places a consumer of one replica on a node of
-// the stream at random, and keeps that placement for every request under
-// the name, so one placed on a node cut off from the rest (which the meta
-// leader takes for online until it misses its heartbeats for half a
-// minute) would never be answered.
+// name whose creation timed out twice is deleted and created again, under
+// the same name: the meta leader places a consumer of one replica on a
+// node of the stream at random, and keeps that placement for every
+// request under the name, so one placed on a node cut off from the rest
+// (which the meta leader takes for online until it misses its heartbeats
+// for half a minute) would never be answered.
 
 // tailConsumer is the watcher's consumer on the server; the event
 // goroutine uses it.
@@ -46,6 +48,10 @@ type tailConsumer struct {
 	gone []retiredConsumer
 	// attempts is how many creation requests the last start took.
 	attempts int
+	// session is the connection's count of reconnects read before the
+	// creation request the server answered: a reconnect counted up to it
+	// came before the consumer existed.
+	session uint64
 	// name is the consumer on the server now, "" when none; guarded by
 	// mu (Stats reads it).
 	mu   sync.Mutex
@@ -89,11 +95,10 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 	sent := false // a creation request for name went out
 	timeouts := 0 // how many of them timed out
 	for attempt := 0; ; attempt++ {
-		if cur := at(); name == "" || cur != from || (c.w.replicated && timeouts == giveUpNameAfter) {
+		if cur := at(); name == "" || cur != from {
 			// A consumer starts where the watcher is: a new position is a
-			// new consumer (the server refuses to move one), and so is a
-			// new placement; the name tried before is deleted in case a
-			// late answer made it.
+			// new consumer (the server refuses to move one), and the
+			// name tried before is deleted in case a late answer made it.
 			if sent {
 				c.retireUnanswered(name, filters, from)
 			}
@@ -102,7 +107,13 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 		}
 		timeout := createTimeout(len(filters), attempt)
 		err := c.deleteGone(ctx, createTimeout(0, 0))
+		if err == nil && c.w.replicated && timeouts >= replaceAfter {
+			if err = c.unplace(ctx, name); err == nil {
+				timeouts = 0
+			}
+		}
 		var cons jetstream.Consumer
+		session := c.w.js.Conn().Stats().Reconnects
 		if err == nil {
 			sent = true
 			actx, cancel := context.WithTimeout(ctx, timeout)
@@ -117,7 +128,7 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 			c.mu.Lock()
 			c.name = name
 			c.mu.Unlock()
-			c.attempts = attempt + 1
+			c.attempts, c.session = attempt+1, session
 			return cons, nil
 		}
 		if ctx.Err() != nil {
@@ -136,18 +147,23 @@ func (c *tailConsumer) start(ctx context.Context, filters []string, at func() co
 			}
 			return nil, err
 		}
-		// A request that timed out is sent again at once: the server that
-		// should have answered it is gone (an election), or still working
-		// on it (the same name makes the retry the same consumer). A
-		// refusal (the stream's leader moving, JetStream not ready) waits
-		// a little first.
-		wait := time.Duration(0)
+		// A request that timed out is sent again after a random pause of
+		// up to half its wait: the server that should have answered it is
+		// gone (an election), still working on it (the same name makes
+		// the retry the same consumer), or dropped it (nats-server drops
+		// its whole queue of JetStream API requests, unanswered, once
+		// 10,000 wait), and a thousand watchers sending again at once
+		// would meet the same. A refusal (the stream's leader moving,
+		// JetStream not ready) waits a little longer.
+		var wait time.Duration
 		if !timedOut(err) {
 			wait = min(50*time.Millisecond<<min(attempt, 5), time.Second)
 		} else {
 			c.w.leaveIfSilent() // or every request after it goes the same way (silent.go)
+			wait = rand.N(timeout / 2)
 		}
-		c.w.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: creating the consumer again", slog.String("bucket", c.w.bucket),
+		c.w.stats.creationRetries.Add(1)
+		c.w.logRetry("kvwatch: creating the consumer again",
 			slog.String("consumer", name), slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
 		bridge()
 		if !sleep(ctx, wait) {
@@ -204,14 +220,34 @@ func createTimeout(filters, attempt int) time.Duration {
 	return max(min(first<<min(attempt, 6), ceiling), first)
 }
 
-// giveUpNameAfter is how many creation requests under one name may time
-// out before the watcher tries a new name, and with it a new placement,
-// on a replicated stream: one timeout is what an election costs (the
-// request went to a meta leader that is gone), a second one, sent to the
-// new leader, is not. A stream of one replica places every consumer on
-// its own node, so a new name would only add a deletion to the load of a
-// server slow to answer (thousands of watchers starting at once).
-const giveUpNameAfter = 2
+// replaceAfter is how many creation requests under one name may time out
+// before the watcher, on a replicated stream, deletes the name's
+// placement and creates it anew: one timeout is what an election costs
+// (the request went to a meta leader that is gone), a second one, sent to
+// the new leader, is not. A stream of one replica places every consumer
+// on its own node, so a new placement would only add a deletion to the
+// load of a server slow to answer (thousands of watchers starting at
+// once).
+const replaceAfter = 2
+
+// unplace deletes the consumer name, wherever the meta leader placed it,
+// so that the next creation under that name is placed anew; nil once the
+// server confirmed it gone. The name stays: a creation request of it
+// still queued at the server (which answers none it dropped, and may
+// still run those it queued) can only make that same consumer again,
+// never a second one beside the next.
+func (c *tailConsumer) unplace(ctx context.Context, name string) error {
+	dctx, cancel := context.WithTimeout(ctx, createTimeout(0, 0))
+	defer cancel()
+	err := c.w.js.DeleteConsumer(dctx, c.w.stream, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s to place it anew: %w", name, err)
+	}
+	return nil
+}
 
 // timedOut reports whether err says a request was not answered in time.
 func timedOut(err error) bool {
@@ -242,14 +278,17 @@ type errConsumerBroken struct{ why string }
 
 func (e *errConsumerBroken) Error() string { return "kvwatch: consumer reset: " + e.why }
 
-// reconnects returns a channel that receives a value after each reconnect
-// of the watcher's connection, until stop is called: the consumer of an
-// R1 memory stream is gone after its server restarted, and waiting for two
-// missed heartbeats to find out would cost two seconds.
-func (w *Watcher) reconnects() (events <-chan struct{}, stop func()) {
+// reconnects returns a channel that receives the connection's count of
+// reconnects (nats.Statistics.Reconnects) after each reconnect of the
+// watcher's connection, the latest only, until stop is called: the
+// consumer of an R1 memory stream is gone after its server restarted, and
+// waiting for two missed heartbeats to find out would cost two seconds.
+// The count tells a reconnect that came before the consumer was created
+// (tailConsumer.session), which the consumer outlived, from one after.
+func (w *Watcher) reconnects() (events <-chan uint64, stop func()) {
 	nc := w.js.Conn()
 	status := nc.StatusChanged(nats.RECONNECTING, nats.CONNECTED)
-	out := make(chan struct{}, 1)
+	out := make(chan uint64, 1)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -265,10 +304,11 @@ func (w *Watcher) reconnects() (events <-chan struct{}, stop func()) {
 					lost = true
 				case s == nats.CONNECTED && lost:
 					lost = false
-					select {
-					case out <- struct{}{}:
+					select { // only the latest counts
+					case <-out:
 					default:
 					}
+					out <- nc.Stats().Reconnects
 				}
 			case <-done:
 				return

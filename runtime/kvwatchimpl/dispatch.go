@@ -14,6 +14,7 @@ type counters struct {
 	unknownKeys       atomic.Uint64
 	handlerPanics     atomic.Uint64
 	consumerResets    atomic.Uint64
+	creationRetries   atomic.Uint64
 	silentConnections atomic.Uint64
 	cutOffServers     atomic.Uint64
 	pending           atomic.Uint64

@@ -17,8 +17,8 @@ import (
 
 // learnStream takes from the stream's info what shapes the watch: a
 // mirror of a bucket named otherwise keeps the origin's subjects, so the
-// filters are the origin's; a replicated stream places each consumer
-// name on a node of its own (consumer.go).
+// filters are the origin's; a replicated stream places each consumer on
+// one of its nodes, at random (consumer.go).
 func (w *Watcher) learnStream(info *jetstream.StreamInfo) {
 	if info == nil {
 		return

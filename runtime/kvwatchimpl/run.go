@@ -176,8 +176,7 @@ func (w *Watcher) backoff(attempt int, err error) (stop bool, final error) {
 		return true, perr
 	}
 	wait := min(100*time.Millisecond<<min(attempt, 5), 2*time.Second)
-	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelWarn, "kvwatch: retrying", slog.String("bucket", w.bucket),
-		slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
+	w.logRetry("kvwatch: retrying", slog.Int("attempt", attempt+1), slog.Duration("in", wait), slog.Any("error", err))
 	if !sleep(w.ctx, wait) {
 		return true, nil
 	}

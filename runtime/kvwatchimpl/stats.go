@@ -11,6 +11,7 @@ func (w *Watcher) Stats() kvwatch.Stats {
 		UnknownKeys:       w.stats.unknownKeys.Load(),
 		HandlerPanics:     w.stats.handlerPanics.Load(),
 		ConsumerResets:    w.stats.consumerResets.Load(),
+		CreationRetries:   w.stats.creationRetries.Load(),
 		SilentConnections: w.stats.silentConnections.Load(),
 		CutOffServers:     w.stats.cutOffServers.Load(),
 		StreamWentBack:    w.stats.wentBack.Load(),

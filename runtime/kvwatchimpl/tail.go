@@ -62,7 +62,8 @@ func (w *Watcher) tail() error {
 		}
 		w.stats.consumerResets.Add(1)
 		w.verifyStream = true
-		w.cfg.Logger.LogAttrs(w.ctx, slog.LevelInfo, "kvwatch: recreating the consumer", slog.String("bucket", w.bucket),
+		w.recovering("consumer reset: " + broken.why)
+		w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: recreating the consumer", slog.String("bucket", w.bucket),
 			slog.String("why", broken.why), slog.Uint64("after", w.plan.from))
 		if err := w.checkStream(); err != nil {
 			return err
@@ -129,7 +130,7 @@ func (w *Watcher) sameStream(info *jetstream.StreamInfo) error {
 // handlers' queues, take the next message (or an idle timeout, which
 // seals), turn it into an entry, apply it (or hold it with its batch),
 // and seal once the catch-up seems done.
-func (w *Watcher) tailOnce(reconnected <-chan struct{}) error {
+func (w *Watcher) tailOnce(reconnected <-chan uint64) error {
 	r, err := w.openRun(reconnected)
 	if r == nil {
 		return err

@@ -51,7 +51,7 @@ type tailRun struct {
 // openRun creates the run's consumer, from the plan's revision, and its
 // feed. It returns a nil run when tailOnce must return err at once (nil
 // when the watch's context ended).
-func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
+func (w *Watcher) openRun(reconnected <-chan uint64) (*tailRun, error) {
 	plan := w.plan
 	at := func() consumerStart { return consumerStart{lastPerSubject: plan.lastPerSubject, after: plan.from} }
 	filters, wide := w.filters, plan.pending && plan.readFilter != ""
@@ -88,12 +88,20 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 	w.tailStoppable = true
 	w.setTailStop(nil)
 	r.stopOnCancel = context.AfterFunc(w.ctx, feed.stop)
+	session := w.consumer.session
 	r.watching.Go(func() {
-		select {
-		case <-reconnected:
-			r.resetWanted <- struct{}{}
-			feed.stop()
-		case <-r.endWatching:
+		for {
+			select {
+			case count := <-reconnected:
+				if count <= session {
+					continue // before the consumer was created: it outlived that one
+				}
+				r.resetWanted <- struct{}{}
+				feed.stop()
+				return
+			case <-r.endWatching:
+				return
+			}
 		}
 	})
 	if info := cons.CachedInfo(); info != nil {
@@ -106,6 +114,7 @@ func (w *Watcher) openRun(reconnected <-chan struct{}) (*tailRun, error) {
 		r.stateEntries = r.pending
 		w.reserveCaches(r.pending)
 	}
+	w.recovered()
 	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: tailing", slog.String("bucket", w.bucket),
 		slog.String("consumer", w.consumer.current()), slog.Uint64("after", plan.from), slog.Uint64("pending", r.pending))
 	return r, nil

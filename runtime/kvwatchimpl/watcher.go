@@ -51,7 +51,7 @@ type Watcher struct {
 	// the origin's subjects).
 	subjectPrefix string
 	// replicated is whether the stream has more than one replica, when
-	// the watch started: a consumer's placement then differs by name.
+	// the watch started: a consumer is then placed on one of its nodes.
 	replicated bool
 	bindings   []AnyBinding
 	templates  []*Template // templates[i] belongs to bindings[i]
@@ -160,6 +160,8 @@ type Watcher struct {
 	// cannot speak for its cluster (cutoffnode.go); zero otherwise.
 	unavailableSince time.Time
 	unavailableAt    uint64 // the connection's reconnect count then
+	// recovery is the recovery under way, told once it ends (recovery.go).
+	recovery recovery
 	// verifyStream is set after the tail broke: before the next consumer,
 	// the stream must be the one the caches come from (checkStream).
 	verifyStream bool

@@ -183,6 +183,7 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s kvwatch.Stats, l labe
 	counter(d.unknownKeys, s.UnknownKeys)
 	counter(d.handlerPanics, s.HandlerPanics)
 	counter(d.consumerResets, s.ConsumerResets)
+	counter(d.creationRetries, s.CreationRetries)
 	counter(d.silentConnections, s.SilentConnections)
 	counter(d.cutOffServers, s.CutOffServers)
 	counter(d.wentBack, s.StreamWentBack)
@@ -192,6 +193,7 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s kvwatch.Stats, l labe
 	gauge(d.lastRevision, float64(s.LastRevision))
 	gauge(d.synced, boolValue(s.Synced))
 	gauge(d.filters, float64(s.Filters))
+	gauge(d.withoutConsumer, boolValue(s.Consumer == ""))
 	sc := s.Schema
 	gauge(d.schemaInfo, 1, schemaRevision(sc.Revision, sc.Fingerprint), sc.Fingerprint,
 		schemaRevision(sc.BucketRevision, sc.BucketFingerprint), sc.BucketFingerprint)
@@ -237,6 +239,7 @@ type descs struct {
 	wentBack, queued, silentConnections, cutOffServers   *prometheus.Desc
 	pending, lastRevision, synced, filters               *prometheus.Desc
 	schemaInfo, schemaBehind                             *prometheus.Desc
+	creationRetries, withoutConsumer                     *prometheus.Desc
 	mirrorStale, mirrorSinceHeard, mirrorLag             *prometheus.Desc
 }
 
@@ -246,6 +249,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.wentBack, d.queued, d.silentConnections, d.cutOffServers,
 		d.pending, d.lastRevision, d.synced, d.filters,
 		d.schemaInfo, d.schemaBehind,
+		d.creationRetries, d.withoutConsumer,
 		d.mirrorStale, d.mirrorSinceHeard, d.mirrorLag}
 }
 
@@ -286,6 +290,10 @@ func newDescs(constLabels prometheus.Labels) descs {
 			"Revision (stream sequence) of the last entry applied in stream order: every change up to it is in the caches, and a checkpoint taken now resumes from it."),
 		synced: desc("synced",
 			"1 once the watcher's initial state has been delivered (synced), 0 before."),
+		creationRetries: desc("consumer_creation_retries_total",
+			"Consumer creation requests the watcher sent again: unanswered in time (a server busy with many watchers at once, an election, a node cut off) or refused for now. Summed over a fleet, its rate is how hard a storm presses on the servers."),
+		withoutConsumer: desc("without_consumer",
+			"1 while the watcher has no consumer on the server: being created, at the start or after a reset (it reads what is written meanwhile by direct get). Summed over a fleet: the watchers a storm holds; 0 again when it is over."),
 		filters: desc("consumer_filters",
 			"Subject filters on the watcher's consumer; 0 while it watches nothing."),
 		schemaInfo: desc("schema_info",

@@ -176,6 +176,7 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 		"kvwatch_cached_entries" + l(`kind="FirewallRule",`) + " 1",
 		"kvwatch_cached_entries" + l(`kind="Route",`) + " 1",
 		"kvwatch_cached_entries" + l(`kind="VPCConfig",`) + " 1",
+		"kvwatch_consumer_creation_retries_total" + l("") + " 0",
 		"kvwatch_consumer_filters" + l("") + " 2",
 		"kvwatch_consumer_resets_total" + l("") + " 0",
 		"kvwatch_cut_off_servers_total" + l("") + " 0",
@@ -204,6 +205,7 @@ func TestCollectorReportsAWatchersStats(t *testing.T) {
 		"kvwatch_stream_went_back_total" + l("") + " 0",
 		"kvwatch_synced" + l("") + " 1",
 		"kvwatch_unknown_keys_total" + l("") + " 1",
+		"kvwatch_without_consumer" + l("") + " 0",
 	}
 	if got := series(t, reg, "kvwatch_"); !slices.Equal(got, want) {
 		t.Errorf("gathered\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -294,8 +296,8 @@ func TestCollectorAddAndRemove(t *testing.T) {
 	if got := series(t, reg, "kvwatch_synced"); !slices.Equal(got, []string{synced[0], synced[2]}) {
 		t.Errorf("after Remove(routing) gathered\n%s", strings.Join(got, "\n"))
 	}
-	if n := testutil.CollectAndCount(c); n != 2*(3*5+14) {
-		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 14 per watcher)", n, 2*(3*5+14))
+	if n := testutil.CollectAndCount(c); n != 2*(3*5+16) {
+		t.Errorf("%d samples of two watchers, want %d (per kind 3 events, data errors, cached; 16 per watcher)", n, 2*(3*5+16))
 	}
 	if err := c.Add(firewall.Watcher, "routing"); !errors.Is(err, kvwatchprom.ErrDuplicate) {
 		t.Errorf("Add of firewall as routing, while added as firewall = %v, want ErrDuplicate", err)
