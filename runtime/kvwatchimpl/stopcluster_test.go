@@ -173,8 +173,12 @@ func TestStopWithoutAnAnswerSaysWhatItLeft(t *testing.T) {
 	if took > 3*stopBound {
 		t.Errorf("Stop took %v without an answer", took)
 	}
-	if text := logs.text(); !strings.Contains(text, "not confirmed deleted") || !strings.Contains(text, name) {
-		t.Errorf("Stop returned without a confirmed delete and said nothing about %s; warnings:\n%s", name, text)
+	// The consumer left may be a later one than name: with two nodes of
+	// three gone the stream has no leader, the consumer's heartbeats may
+	// stop, and the watcher tries another (CI, on a busy machine).
+	prefix := strings.TrimSuffix(name, "_1") + "_"
+	if text := logs.text(); !strings.Contains(text, "not confirmed deleted") || !strings.Contains(text, prefix) {
+		t.Errorf("Stop returned without a confirmed delete and said nothing about %s…; warnings:\n%s", prefix, text)
 	}
 }
 
