@@ -237,13 +237,8 @@ const replaceAfter = 2
 // still run those it queued) can only make that same consumer again,
 // never a second one beside the next.
 func (c *tailConsumer) unplace(ctx context.Context, name string) error {
-	dctx, cancel := context.WithTimeout(ctx, createTimeout(0, 0))
-	defer cancel()
-	err := c.w.js.DeleteConsumer(dctx, c.w.stream, name)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil
-	}
-	if err != nil {
+	// As a consumer whose creation was answered: "not found" is proof.
+	if err := c.deleteRetired(ctx, createTimeout(0, 0), &retiredConsumer{name: name}); err != nil {
 		return fmt.Errorf("deleting %s to place it anew: %w", name, err)
 	}
 	return nil
