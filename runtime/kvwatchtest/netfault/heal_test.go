@@ -54,13 +54,20 @@ func TestHealAfterResetUnderTraffic(t *testing.T) {
 }
 
 // waitConnected waits until every connection given answers a flush, for
-// at most 10 s.
+// at most 10 s. Each flush may wait until that deadline: its PONG comes
+// behind everything the publisher queued (on a busy machine, more than a
+// flush of 200 ms ever waited, though both connections were up). A flush
+// cut short by the connection resetting again is sent again.
 func waitConnected(ncs ...*nats.Conn) error {
 	deadline := time.Now().Add(10 * time.Second)
-	for _, nc := range ncs {
-		for nc.FlushTimeout(200*time.Millisecond) != nil {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("a connection did not come back in 10 s")
+	for i, nc := range ncs {
+		for {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return fmt.Errorf("connection %d did not answer a flush in 10 s (%v, %d reconnects)", i, nc.Status(), nc.Stats().Reconnects)
+			}
+			if nc.FlushTimeout(left) == nil {
+				break
 			}
 		}
 	}
