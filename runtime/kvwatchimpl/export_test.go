@@ -85,6 +85,14 @@ func WithReplicaBehind(behind func(seq uint64) bool) kvwatch.Option {
 	return func(c *config.Watch) { c.ReplicaBehind = behind }
 }
 
+// WithInfoBehind makes the watcher's checks of its stream take the
+// stream info's last sequence as one below the watcher's revision rev
+// where behind returns true, as an answer from a leader in touch with its
+// replicas that lacks the newest entry the watcher applied.
+func WithInfoBehind(behind func(rev uint64) bool) kvwatch.Option {
+	return func(c *config.Watch) { c.InfoBehind = behind }
+}
+
 // WithApplyHook makes a watcher call f on its event goroutine after each
 // apply to its caches (an entry, or an atomic batch whole), outside the
 // state lock: what a cache reader can see between two applies.

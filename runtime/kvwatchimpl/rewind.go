@@ -44,6 +44,12 @@ type anchor struct {
 	value    []byte // nil when unknown (restored from a checkpoint)
 }
 
+// is reports whether e is the entry a identifies: the same key and
+// time, and the same value when a has one.
+func (a anchor) is(e rawEntry) bool {
+	return e.key == a.key && e.created.Equal(a.created) && (a.value == nil || bytes.Equal(e.value, a.value))
+}
+
 // maxAnchors is how many of the newest entries applied are kept: when the
 // newest was overwritten since, an older one still tells.
 const maxAnchors = 8
@@ -105,11 +111,15 @@ func (w *Watcher) noteApplied(e *rawEntry) {
 // can be behind what the watcher applied (errNotFromLeader: checked
 // again). A question that goes unanswered tells nothing either (an error).
 func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev uint64, as []anchor, seenAll bool) (*kvwatch.StreamWentBackError, error) {
-	last := info.State.LastSeq
+	last := w.lastSeq(info, rev)
 	wb := &kvwatch.StreamWentBackError{Bucket: w.bucket, Revision: rev, LastSeq: last}
 	if last < rev {
 		if !inTouch(info.Cluster) {
 			return nil, errNotFromLeader
+		}
+		held, err := w.stillHolds(as, rev)
+		if err != nil || held {
+			return nil, err
 		}
 		return wb, nil
 	}
@@ -136,7 +146,7 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 			// after it, with the last sequence past it, is every later
 			// entry removed too): an older anchor may tell.
 			continue
-		case e.key != a.key || !e.created.Equal(a.created) || (a.value != nil && !bytes.Equal(e.value, a.value)):
+		case !a.is(e):
 			wb.At, wb.Key, wb.Found = a.revision, a.key, e.key
 			return wb, nil
 		}
@@ -151,6 +161,49 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 	}
 	wb.At, wb.Found = e.revision, e.key
 	return wb, nil
+}
+
+// confirmBehindAfter is how long a check waits before it looks again at
+// a stream whose info said its last sequence is below the watcher's
+// revision: longer than a cut-off leader counts its replicas in touch
+// (peerSilence). One answer from a leader in touch was seen behind an
+// entry the watcher had applied from its consumer, in a cluster with no
+// loss injected (RELIABILITY.md).
+const confirmBehindAfter = peerSilence + 500*time.Millisecond
+
+// stillHolds reports whether the stream, looked at again after
+// confirmBehindAfter, holds the newest entry the watcher applied (the
+// first of as), at its revision, at or past rev: then it lost nothing up
+// to rev, and the answer behind was a store a moment behind. A stream
+// that went back holds nothing there, or an entry written since, with
+// another time. When the watcher applied no entry at or past rev (its
+// revision moved past its newest without one in scope), or the entries
+// cannot be read, nothing can show that: false, the answer stands. An
+// error when the look goes unanswered or the watch ends first.
+func (w *Watcher) stillHolds(as []anchor, rev uint64) (bool, error) {
+	if len(as) == 0 || as[0].revision < rev || (!w.directGet && w.msgGetRefused) {
+		return false, nil
+	}
+	a := as[0]
+	w.cfg.Logger.LogAttrs(w.ctx, slog.LevelDebug, "kvwatch: the stream's info is behind the watcher: looking again", slog.String("bucket", w.bucket),
+		slog.Uint64("revision", rev), slog.Duration("in", confirmBehindAfter))
+	if !sleep(w.ctx, confirmBehindAfter) {
+		return false, w.ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	e, found, err := w.entryFrom(ctx, a.revision)
+	if err == nil && !found && w.directGet {
+		e, found, err = w.askLeader(ctx, a.revision)
+	}
+	switch {
+	case err != nil && !w.directGet && w.refusedOptional():
+		w.msgGetRefused = true // as wentBack: the last sequence alone tells
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return found && e.revision == a.revision && a.is(e), nil
 }
 
 // askLeader reads the stream's first entry at or after seq through its
@@ -406,4 +459,13 @@ func (w *Watcher) relistAfterRewind(wb *kvwatch.StreamWentBackError) error {
 		}
 		wb = again.err
 	}
+}
+
+// lastSeq is the last sequence of the stream info, as the check takes it.
+func (w *Watcher) lastSeq(info *jetstream.StreamInfo, rev uint64) uint64 {
+	last := info.State.LastSeq
+	if behind := w.cfg.InfoBehind; behind != nil && last >= rev && rev > 0 && behind(rev) {
+		return rev - 1
+	}
+	return last
 }

@@ -410,6 +410,44 @@ func TestAReplicaBehindIsNoStreamGoneBack(t *testing.T) {
 	}
 }
 
+// A leader in touch with its replicas once answered the stream's info
+// with a last sequence below the revision of an entry the watcher had
+// just applied from its consumer (the cluster's robustness run, seed
+// 1796658929664632081: "its last sequence 3768 is below the watcher's
+// revision 3769", no loss injected), and the re-list that followed
+// delivered that entry a second time. Such an answer is the stream gone
+// back only if it still holds when asked again: once is a store a moment
+// behind.
+func TestAnInfoBehindOnceIsNoStreamGoneBack(t *testing.T) {
+	js, kv := setup(t)
+	var behindOnce atomic.Bool
+	behind := func(uint64) bool { return behindOnce.CompareAndSwap(true, false) }
+	r := newRecorder()
+	w := startNetwork(t, js, vpcs("a"), r, kvwatchimpl.WithInfoBehind(behind))
+	waitSynced(t, w)
+	var last uint64
+	for i := range 3 {
+		last = put(t, kv, fmt.Sprintf("vpc.a.route.r%d", i), route{CIDR: "a"})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.WaitRevision(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	behindOnce.Store(true) // the check at the end of SetScopes' catch-up
+	put(t, kv, "vpc.b.route.r0", route{CIDR: "b"})
+	if err := w.SetScopes(ctx, vpcs("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if behindOnce.Load() {
+		t.Fatal("the stream was not checked")
+	}
+	if n := w.Stats().StreamWentBack; n != 0 {
+		_, errs := r.snapshot()
+		t.Fatalf("one answer behind was reported as the stream gone back %d times: %v", n, errs)
+	}
+}
+
 // A replica behind (its direct get finds nothing at a revision the
 // watcher applied) is asked of the stream's leader; a leader that does
 // not answer (a request lost to a silent link, a leader being elected)

@@ -175,10 +175,13 @@ func TestStopWithoutAnAnswerSaysWhatItLeft(t *testing.T) {
 	var logs warnings
 	w := startNetwork(t, js, vpcs("a"), newRecorder(), kvwatch.WithLogger(slog.New(&logs)))
 	waitSynced(t, w)
-	name := w.Stats().Consumer
-	if name == "" {
-		t.Fatal("no consumer")
-	}
+	// Synced from an initial read by direct get, the tail's consumer may
+	// come a moment later.
+	var name string
+	kvwatchtest.Eventually(t, 10*time.Second, "the watcher's consumer", func() bool {
+		name = w.Stats().Consumer
+		return name != ""
+	})
 	host := consumerNode(t, js)
 	var stopped []*kvwatchtest.Node
 	for _, n := range c.Nodes {

@@ -32,6 +32,11 @@ type Watch struct {
 	// after seq answer "none" when it returns true: a replica of a
 	// replicated stream that has not stored seq yet.
 	ReplicaBehind func(seq uint64) bool
+	// InfoBehind, for tests, makes a stream info whose last sequence is
+	// not below rev answer rev-1 when it returns true: a leader, in touch
+	// with its replicas, whose answer lacks the newest entry the watcher
+	// applied.
+	InfoBehind func(rev uint64) bool
 	// ReadPath, for tests and benchmarks, sets how the initial state is
 	// read: "" chooses for a state too large for one answer (direct get
 	// otherwise); "choose" chooses for every read, so that small buckets
