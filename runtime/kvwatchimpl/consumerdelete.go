@@ -13,13 +13,18 @@ import (
 
 // This file is how the watcher's consumers leave the server: retired when
 // replaced or at the end of the watch, deleted, and the deletion confirmed
-// by the server. A deletion the meta leader answers "not found" is proof
-// only for a consumer whose creation was answered: in a cluster the meta
-// leader looks a consumer up among the creations it has applied, so one
-// still being proposed is not found, and is created after the delete
-// (nats-server's jsClusteredConsumerDeleteRequest). Such a consumer is
+// by the server. A deletion the meta leader answers "not found" is no
+// proof by itself. For a consumer whose creation was never answered: the
+// meta leader looks a consumer up among the creations it has applied, so
+// one still being proposed is not found, and is created after the delete
+// (nats-server's jsClusteredConsumerDeleteRequest); such a consumer is
 // created again first (the same name and configuration make that the
-// same consumer), and then deleted.
+// same consumer), and then deleted. For any consumer: the meta leader
+// also answers "not found" while a deletion of it is proposed and not yet
+// applied (an earlier request of ours that went unanswered), and that
+// proposal may never apply (the leader cut off, its log overwritten by
+// the next); so "not found" stands only once the consumer's info is
+// "not found" too, which is answered from what the meta group applied.
 
 // retiredConsumer is a consumer replaced but not yet deleted.
 type retiredConsumer struct {
@@ -70,11 +75,12 @@ func (c *tailConsumer) deleteRetired(ctx context.Context, timeout time.Duration,
 		cancel()
 		switch {
 		case err == nil:
+			c.logDeleted(r.name, "deleted")
 			return nil
 		case !errors.Is(err, jetstream.ErrConsumerNotFound):
 			return err
 		case r.unanswered == nil:
-			return nil
+			return c.confirmGone(ctx, timeout, r.name)
 		}
 		// Not found, but its creation may still be on its way: create it
 		// (answered, it exists), then delete it again.
@@ -86,6 +92,7 @@ func (c *tailConsumer) deleteRetired(ctx context.Context, timeout time.Duration,
 			// Refused for what the consumer is (a limit, the stream's
 			// state): not made now, nor by the request before. A 503 (no
 			// meta leader, JetStream not ready) says nothing of it.
+			c.logDeleted(r.name, "not found, and its creation refused")
 			return nil
 		}
 		if err != nil {
@@ -93,6 +100,37 @@ func (c *tailConsumer) deleteRetired(ctx context.Context, timeout time.Duration,
 		}
 		r.unanswered = nil
 	}
+}
+
+// confirmGone asks for the consumer name's info after its deletion was
+// answered "not found": nil once the server says it does not know it
+// either; errDeletionInFlight while it still holds it (asked again by the
+// caller); the request's error when unanswered.
+func (c *tailConsumer) confirmGone(ctx context.Context, timeout time.Duration, name string) error {
+	ictx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := c.w.js.Consumer(ictx, c.w.stream, name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		c.logDeleted(name, "not found")
+		return nil
+	case err != nil:
+		return fmt.Errorf("confirming the deletion: %w", err)
+	}
+	return errDeletionInFlight
+}
+
+// errDeletionInFlight is a deletion answered "not found" of a consumer the
+// server still holds: an earlier deletion of it is proposed and not
+// applied (or was dropped); the deletion is asked again.
+var errDeletionInFlight = errors.New(`the deletion was answered "not found" while the server still holds the consumer (an earlier deletion still in flight): asking again`)
+
+// logDeleted logs, at debug level, a consumer the server confirmed gone
+// and its answer (what a consumer still listed afterwards is checked
+// against).
+func (c *tailConsumer) logDeleted(name, answer string) {
+	c.w.cfg.Logger.LogAttrs(c.w.ctx, slog.LevelDebug, "kvwatch: consumer deleted", slog.String("bucket", c.w.bucket),
+		slog.String("consumer", name), slog.String("answer", answer), slog.String("server", c.w.js.Conn().ConnectedServerName()))
 }
 
 // stopDeleteBound is how long the end of a watch waits for the server to

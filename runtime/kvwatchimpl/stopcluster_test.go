@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
+	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
 )
 
 // Stop in a cluster returns once the server confirmed its consumer
@@ -226,23 +229,110 @@ func TestStopWithoutAnAnswerSaysWhatItLeft(t *testing.T) {
 	prefix := name[:strings.LastIndex(name, "_")+1]
 	for _, l := range left {
 		if strings.HasPrefix(l, prefix) && !strings.Contains(text, l) {
-			t.Errorf("consumer %s left on the server and not named; warnings:\n%s", l, text)
+			t.Errorf("consumer %s left on the server and not named; warnings:\n%s\nthe deletions the server confirmed:\n%s", l, text, logs.deletions())
 		}
 	}
 	t.Logf("Stop took %v; warned: %v; left on the server: %v", took.Round(time.Millisecond), warned, left)
+}
+
+// A deletion that went unanswered may still be in flight at the meta
+// leader (proposed, not yet committed), and nats-server 2.15 answers a
+// second deletion of the same consumer "not found" from that proposal
+// alone (consumerAssignmentOrInflight). Should the proposal never commit
+// (the meta leader cut off, its log overwritten by the leader the others
+// elect), the consumer stays. Stop must not take that "not found" for a
+// deletion, and must name the consumer it leaves. Here the watcher's one
+// server is the meta leader, its routes cut just before Stop; the
+// consumer is on another node.
+func TestStopAfterAnUnansweredDeletionNamesWhatItLeft(t *testing.T) {
+	c := kvwatchtest.StartCluster(t, 3)
+	_, js := c.Connect(t)
+	kvwatchtest.BucketWith(t, js, jetstream.KeyValueConfig{Bucket: "network", Replicas: 3})
+	meta := c.MetaLeader()
+	if meta == "" {
+		t.Fatal("no meta leader")
+	}
+	var logs warnings
+	var w *kvwatchimpl.Watcher
+	var name string
+	for attempt := 0; ; attempt++ {
+		p := netfault.Start(t, c.Node(meta).ClientURL())
+		nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.IgnoreDiscoveredServers())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		wjs, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = startNetwork(t, wjs, vpcs("a"), newRecorder(), kvwatch.WithLogger(slog.New(&logs)))
+		waitSynced(t, w)
+		kvwatchtest.Eventually(t, 10*time.Second, "the watcher's consumer", func() bool {
+			name = w.Stats().Consumer
+			return name != ""
+		})
+		if consumerNode(t, js) != meta {
+			break
+		}
+		if attempt == 10 {
+			t.Fatal("every consumer on the meta leader")
+		}
+		w.Stop()
+		nc.Close()
+	}
+	for _, p := range c.Routes(meta) {
+		p.Blackhole()
+	}
+	w.Stop()
+	text := logs.text()
+	// The others elect a meta leader of their own, which never saw the
+	// proposal; then the routes come back, and the old leader's
+	// uncommitted log gives way.
+	var rest *kvwatchtest.Node
+	for _, n := range c.Nodes {
+		if n.Name() != meta {
+			rest = n
+		}
+	}
+	kvwatchtest.Eventually(t, 30*time.Second, "a meta leader among the others", func() bool {
+		for _, n := range c.Nodes {
+			if n.Name() != meta && n.JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	for _, p := range c.Routes(meta) {
+		p.Heal()
+	}
+	_, jsRest := kvwatchtest.Connect(t, rest.Server, nats.MaxReconnects(-1))
+	barrier(t, jsRest)
+	left := consumerNames(t, jsRest)
+	if !slices.Contains(left, name) {
+		t.Errorf("%s is gone: the deletion in flight was applied after all, and this test no longer makes what it is about; warnings:\n%s", name, text)
+	}
+	for _, l := range left {
+		if l == name && !strings.Contains(text, l) {
+			t.Errorf("consumer %s left on the server and not named; warnings:\n%s\nthe deletions the server confirmed:\n%s", l, text, logs.deletions())
+		}
+	}
+	t.Logf("left on the server: %v; warnings:\n%s", left, text)
 }
 
 // stopBound is how long Stop may wait for the server (docs/watching.md).
 const stopBound = 5 * time.Second
 
 // warnings is a log handler that keeps the records at warning level and
-// above, as text.
+// above, as text, and apart from them the confirmed deletions
+// ("kvwatch: consumer deleted", at debug level).
 type warnings struct {
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	lines   []string
+	deleted []string
 }
 
-func (h *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h *warnings) Enabled(context.Context, slog.Level) bool { return true }
 func (h *warnings) Handle(_ context.Context, r slog.Record) error {
 	line := r.Message
 	r.Attrs(func(a slog.Attr) bool {
@@ -250,8 +340,13 @@ func (h *warnings) Handle(_ context.Context, r slog.Record) error {
 		return true
 	})
 	h.mu.Lock()
-	h.lines = append(h.lines, line)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	switch {
+	case r.Level >= slog.LevelWarn:
+		h.lines = append(h.lines, line)
+	case r.Message == "kvwatch: consumer deleted":
+		h.deleted = append(h.deleted, line)
+	}
 	return nil
 }
 func (h *warnings) WithAttrs([]slog.Attr) slog.Handler { return h }
@@ -260,4 +355,11 @@ func (h *warnings) text() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return strings.Join(h.lines, "\n")
+}
+
+// deletions are the confirmed deletions logged, one a line.
+func (h *warnings) deletions() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.deleted, "\n")
 }
