@@ -86,7 +86,9 @@ func TestScenariosSmoke(t *testing.T) {
 		"modify_updates_per_second_w1", "modify_updates_per_second_w16",
 		"restart_to_synced_seconds_checkpoint_file", "restart_to_synced_seconds_full_read",
 		"storm_edge_restart_synced_seconds_max_kvwatch", "storm_edge_restart_synced_seconds_max_natsgo",
-		"storm_edge_restart_edge_cpu_seconds_kvwatch", "storm_edge_restart_edge_cpu_seconds_natsgo"} {
+		"storm_edge_restart_edge_cpu_seconds_kvwatch", "storm_edge_restart_edge_cpu_seconds_natsgo",
+		"storm_cold_start_api_requests_stream_info_kvwatch", "storm_cold_start_api_requests_consumer_create_kvwatch",
+		"storm_cold_start_api_requests_consumer_create_natsgo"} {
 		if v, ok := names[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want a positive figure", name, v, ok)
 		}
@@ -109,6 +111,28 @@ func TestScenariosSmoke(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(charts, chart))
 		if err != nil || !strings.HasPrefix(string(b), "<svg") {
 			t.Errorf("chart %s: %v", chart, err)
+		}
+	}
+}
+
+// Each request is counted as what it asks for, by its subject.
+func TestAPIKindOf(t *testing.T) {
+	for subject, want := range map[string]apiKind{
+		"$JS.API.STREAM.INFO.KV_config":                          apiStreamInfo,
+		"$JS.API.DIRECT.GET.KV_config":                           apiDirectGet,
+		"$JS.API.DIRECT.GET.KV_config.$KV.config.a":              apiDirectGet,
+		"$JS.API.STREAM.MSG.GET.KV_config":                       apiMsgGet,
+		"$JS.API.CONSUMER.CREATE.KV_config.kvw_x_1.$KV.config.>": apiConsumerCreate,
+		"$JS.API.CONSUMER.CREATE.KV_config.kvw_x_1":              apiConsumerCreate,
+		"$JS.API.CONSUMER.DURABLE.CREATE.KV_config.d":            apiConsumerCreate,
+		"$JS.API.CONSUMER.DELETE.KV_config.kvw_x_1":              apiConsumerDelete,
+		"$JS.API.CONSUMER.INFO.KV_config.kvw_x_1":                apiConsumerInfo,
+		"$JS.API.CONSUMER.MSG.NEXT.KV_config.kvw_x_1":            apiMsgNext,
+		"$JS.API.INFO":         apiOther,
+		"$JS.API.STREAM.NAMES": apiOther,
+	} {
+		if got := apiKindOf(subject); got != want {
+			t.Errorf("apiKindOf(%q) = %v, want %v", subject, got, want)
 		}
 	}
 }

@@ -366,10 +366,14 @@ func (r *stormRun) report(ev *stormEvent, secs []float64, unsynced, reread int, 
 	}
 	var api, apiErrs uint64
 	var created int64
+	var byKind [numAPIKinds]uint64
 	for _, s := range spent {
 		api += s.apiRequests
 		apiErrs += s.apiErrs
 		created += s.consumersCreated
+		for k, n := range s.apiByKind {
+			byKind[k] += n
+		}
 	}
 	r.apiErrs += apiErrs
 	edgesOf := fmt.Sprintf("%d edges touched, summed", len(touched))
@@ -382,4 +386,7 @@ func (r *stormRun) report(ev *stormEvent, secs []float64, unsynced, reread int, 
 	r.b.reportNote(name("api_peak_rate_edge"), edgeRate, "requests/s", "the busiest touched edge, over "+stormMeterEvery.String())
 	r.b.reportNote(name("api_peak_rate_hub"), hub.peakRate, "requests/s", "over "+stormMeterEvery.String())
 	r.b.reportNote(name("consumers_created"), float64(created), "consumers", "every server, by their advisories")
+	for k := range numAPIKinds {
+		r.b.reportNote(name("api_requests_"+k.String()), float64(byKind[k]), "requests", "every server, counted by subject on $JS.API.> (direct gets too)")
+	}
 }

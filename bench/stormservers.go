@@ -17,7 +17,8 @@ import (
 // fixed ports (a restarted server comes back where its clients look for
 // it), each edge's leafnode link through a fault proxy, and a meter of
 // what each server spends during an event: CPU, peak memory, JetStream
-// API requests and errors with their peak rate, and consumers created.
+// API requests (by kind too: stormapi.go) and errors with their peak
+// rate, and consumers created.
 
 // stormServers is the hub, its edges and the proxies of their links.
 type stormServers struct {
@@ -126,6 +127,8 @@ type serverMeter struct {
 	lastAt           time.Time
 	created          atomic.Int64
 	sub              *nats.Subscription
+	api              apiCounts // by kind (stormapi.go)
+	apiSub           *nats.Subscription
 }
 
 // stormMeter meters every server of the fleet during one event.
@@ -177,6 +180,10 @@ func beginMeter(ctx context.Context, s *stormServers) (*stormMeter, error) {
 			return nil, err
 		}
 		sm.sub = sub
+		if sm.apiSub, err = c.nc.Subscribe("$JS.API.>", func(msg *nats.Msg) { sm.api.count(msg.Subject) }); err != nil {
+			m.stop()
+			return nil, err
+		}
 		if i == 0 {
 			m.hub = sm
 		} else {
@@ -281,6 +288,7 @@ type serverSpent struct {
 	apiRequests, apiErrs uint64
 	peakRate             float64
 	consumersCreated     int64
+	apiByKind            [numAPIKinds]uint64 // counted by subject, direct gets too
 }
 
 // end stops metering and returns what each server spent (hub first).
@@ -292,7 +300,7 @@ func (m *stormMeter) end(ctx context.Context) []serverSpent {
 		err := sm.c.monitor(ctx, "jsz", &j)
 		sm.mu.Lock()
 		sp := serverSpent{cpu: sm.cpuDone + cpuTime(sm.c.cmd.Process.Pid) - sm.cpuBase, peakRSSKiB: sm.peakRSS,
-			apiRequests: sm.apiDone, apiErrs: sm.errDone, peakRate: sm.peakRate, consumersCreated: sm.created.Load()}
+			apiRequests: sm.apiDone, apiErrs: sm.errDone, peakRate: sm.peakRate, consumersCreated: sm.created.Load(), apiByKind: sm.api.counts()}
 		if err == nil {
 			sp.apiRequests += j.API.Total - sm.apiBase
 			sp.apiErrs += j.API.Errors - sm.errBase
@@ -316,6 +324,10 @@ func (m *stormMeter) stop() {
 		if sm.sub != nil {
 			sm.sub.Unsubscribe()
 			sm.sub = nil
+		}
+		if sm.apiSub != nil {
+			sm.apiSub.Unsubscribe()
+			sm.apiSub = nil
 		}
 	}
 }
