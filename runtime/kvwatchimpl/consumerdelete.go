@@ -19,12 +19,14 @@ import (
 // one still being proposed is not found, and is created after the delete
 // (nats-server's jsClusteredConsumerDeleteRequest); such a consumer is
 // created again first (the same name and configuration make that the
-// same consumer), and then deleted. For any consumer: the meta leader
-// also answers "not found" while a deletion of it is proposed and not yet
-// applied (an earlier request of ours that went unanswered), and that
-// proposal may never apply (the leader cut off, its log overwritten by
-// the next); so "not found" stands only once the consumer's info is
-// "not found" too, which is answered from what the meta group applied.
+// same consumer), and then deleted. After a deletion request of ours
+// went unanswered: the meta leader also answers "not found" while a
+// deletion is proposed and not yet applied, and that proposal may never
+// apply (the leader cut off, its log overwritten by the next); so "not
+// found" then stands only once the consumer's info is "not found" too,
+// which is answered from what the meta group applied. (Only then: a
+// storm's edge restart answers every watcher's first deletion "not
+// found", and one more request each would be a storm's worth.)
 
 // retiredConsumer is a consumer replaced but not yet deleted.
 type retiredConsumer struct {
@@ -32,6 +34,9 @@ type retiredConsumer struct {
 	// unanswered is the configuration of a creation request sent and
 	// never answered; nil when the server answered it.
 	unanswered *jetstream.ConsumerConfig
+	// deleteUnanswered is set once a deletion request went unanswered: it
+	// may still be in flight at the meta leader.
+	deleteUnanswered bool
 }
 
 // retire marks the current consumer for deletion.
@@ -77,10 +82,16 @@ func (c *tailConsumer) deleteRetired(ctx context.Context, timeout time.Duration,
 		case err == nil:
 			c.logDeleted(r.name, "deleted")
 			return nil
+		case timedOut(err):
+			r.deleteUnanswered = true
+			return err
 		case !errors.Is(err, jetstream.ErrConsumerNotFound):
 			return err
-		case r.unanswered == nil:
+		case r.unanswered == nil && r.deleteUnanswered:
 			return c.confirmGone(ctx, timeout, r.name)
+		case r.unanswered == nil:
+			c.logDeleted(r.name, "not found")
+			return nil
 		}
 		// Not found, but its creation may still be on its way: create it
 		// (answered, it exists), then delete it again.
