@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatch"
@@ -302,4 +303,20 @@ func ballast(t *testing.T, js jetstream.JetStream, n int) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("writing %d keys of ballast: not done within 30 s", n)
 	}
+}
+
+// connectURLs connects to urls (comma-separated, as nats.Connect takes
+// them) with opts; the connection closes at the end of the test.
+func connectURLs(t *testing.T, urls string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(urls, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }

@@ -127,17 +127,10 @@ func (w *Watcher) wentBack(ctx context.Context, info *jetstream.StreamInfo, rev 
 		return nil, nil
 	}
 	for _, a := range as {
-		e, found, err := w.entryFrom(ctx, a.revision)
-		if err == nil && !found && w.directGet {
-			e, found, err = w.askLeader(ctx, a.revision)
-		}
+		e, found, err := w.heldAt(ctx, a.revision)
 		switch {
 		case err != nil && !w.directGet && w.refusedOptional():
-			// Without direct get the stream's message API tells, and the
-			// connection may not read it: the last sequence alone tells.
-			w.msgGetRefused = true
-			w.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot check the entries the watcher applied without direct get (no permission for the stream's message API): a stream gone back is noticed only by its last sequence",
-				slog.String("bucket", w.bucket), slog.Any("error", err))
+			w.noteMsgGetRefused(ctx, err)
 			return nil, nil
 		case err != nil:
 			return nil, err
@@ -192,18 +185,35 @@ func (w *Watcher) stillHolds(as []anchor, rev uint64) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	e, found, err := w.entryFrom(ctx, a.revision)
-	if err == nil && !found && w.directGet {
-		e, found, err = w.askLeader(ctx, a.revision)
-	}
+	e, found, err := w.heldAt(ctx, a.revision)
 	switch {
 	case err != nil && !w.directGet && w.refusedOptional():
-		w.msgGetRefused = true // as wentBack: the last sequence alone tells
+		w.noteMsgGetRefused(ctx, err)
 		return false, nil
 	case err != nil:
 		return false, err
 	}
 	return found && e.revision == a.revision && a.is(e), nil
+}
+
+// heldAt reads the stream's first entry at or after seq (entryFrom),
+// asking the leader (askLeader) when a direct get, which a replica
+// behind may answer, finds none.
+func (w *Watcher) heldAt(ctx context.Context, seq uint64) (rawEntry, bool, error) {
+	e, found, err := w.entryFrom(ctx, seq)
+	if err == nil && !found && w.directGet {
+		e, found, err = w.askLeader(ctx, seq)
+	}
+	return e, found, err
+}
+
+// noteMsgGetRefused records that the connection may not read the
+// stream's message API, which tells without direct get: from then on the
+// last sequence alone tells.
+func (w *Watcher) noteMsgGetRefused(ctx context.Context, err error) {
+	w.msgGetRefused = true
+	w.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "kvwatch: cannot check the entries the watcher applied without direct get (no permission for the stream's message API): a stream gone back is noticed only by its last sequence",
+		slog.String("bucket", w.bucket), slog.Any("error", err))
 }
 
 // askLeader reads the stream's first entry at or after seq through its

@@ -60,16 +60,8 @@ func TestACutOffReplicaIsNoStreamGoneBack(t *testing.T) {
 		// The watcher's servers: one of the rest first, then the node
 		// cut off.
 		first, last = netfault.Start(t, rest[0].ClientURL()), netfault.Start(t, cutOff.ClientURL())
-		var err error
-		nc, err = nats.Connect(first.URL()+","+last.URL(), nats.DontRandomize(), nats.IgnoreDiscoveredServers(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		wjs, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var wjs jetstream.JetStream
+		nc, wjs = connectURLs(t, first.URL()+","+last.URL(), nats.DontRandomize(), nats.IgnoreDiscoveredServers(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 		w = startNetwork(t, wjs, vpcs("a"), r, kvwatch.WithRequestTimeout(time.Second), kvwatch.WithLogger(logger))
 		waitSynced(t, w)
 		if consumerNode(t, js) != cutOff.Name() {

@@ -257,15 +257,7 @@ func TestStopAfterAnUnansweredDeletionNamesWhatItLeft(t *testing.T) {
 	var name string
 	for attempt := 0; ; attempt++ {
 		p := netfault.Start(t, c.Node(meta).ClientURL())
-		nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.IgnoreDiscoveredServers())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		wjs, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		nc, wjs := connectURLs(t, p.URL(), nats.MaxReconnects(-1), nats.IgnoreDiscoveredServers())
 		w = startNetwork(t, wjs, vpcs("a"), newRecorder(), kvwatch.WithLogger(slog.New(&logs)))
 		waitSynced(t, w)
 		kvwatchtest.Eventually(t, 10*time.Second, "the watcher's consumer", func() bool {
