@@ -147,8 +147,11 @@ func (c *tailConsumer) logDeleted(name, answer string) {
 // stopDeleteBound is how long the end of a watch waits for the server to
 // confirm that its consumers are deleted, each request sent again when
 // not answered in half a second: a cluster that lost its meta leader
-// answers none until it elects another (TestStopInAClusterDeletesItsConsumer).
-const stopDeleteBound = 5 * time.Second
+// answers none until it elects another, which takes up to nats-server's
+// election timeout (4 to 9 s) when the leader went without handing over
+// (TestStopInAClusterDeletesItsConsumer); the bound outlasts one such
+// election, as a rolling restart of the cluster makes.
+const stopDeleteBound = 10 * time.Second
 
 // delete removes the current consumer and the retired ones from the
 // server and waits for the server to confirm it, up to stopDeleteBound
