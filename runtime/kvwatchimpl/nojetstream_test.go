@@ -36,15 +36,7 @@ func serverWithoutJetStream(t *testing.T) jetstream.JetStream {
 	if !s.ReadyForConnections(10 * time.Second) {
 		t.Fatal("server without JetStream not ready within 10s")
 	}
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := connectURLs(t, s.ClientURL())
 	return js
 }
 

@@ -459,15 +459,7 @@ func TestALeaderNotAnsweringIsNoStreamGoneBack(t *testing.T) {
 	_, jsDirect := kvwatchtest.Connect(t, s)
 	kv := kvwatchtest.Bucket(t, jsDirect, "network")
 	p := netfault.Start(t, s.ClientURL())
-	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := connectURLs(t, p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	var behindFrom atomic.Uint64 // 0: no replica behind
 	var silenced atomic.Bool
 	behind := func(seq uint64) bool {

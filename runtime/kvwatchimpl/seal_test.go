@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchimpl"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 )
@@ -122,15 +119,7 @@ func TestScanOutpacedByOtherTenantsWrites(t *testing.T) {
 	kvwatchtest.Eventually(t, 20*time.Second, "the other tenants writing", func() bool { return written.Load() > 5000 })
 
 	addr := latencyProxy(t, s.Addr().String(), 25*time.Millisecond)
-	nc, err := nats.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	jsFar, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, jsFar := connectURLs(t, "nats://"+addr)
 	r := newRecorder()
 	_, _, bindings := networkBindings(r)
 	start := time.Now()

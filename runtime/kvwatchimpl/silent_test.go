@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest"
 	"github.com/kvwatchgen/kvwatchgen/runtime/kvwatchtest/netfault"
@@ -25,15 +24,7 @@ func TestWatcherLeavesASilentConnection(t *testing.T) {
 	p := netfault.Start(t, s.ClientURL())
 	// Through the proxy first, then the server itself: a client's list of
 	// servers, as a cluster's URLs are.
-	nc, err := nats.Connect(p.URL()+","+s.ClientURL(), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := connectURLs(t, p.URL()+","+s.ClientURL(), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	w, log := startLogged(t, js, debugLogger())
 	stopWriter := writeDistinct(t, kv)
 	kvwatchtest.Eventually(t, 10*time.Second, "events flowing", func() bool { return log.maxRevision() > 30 })
